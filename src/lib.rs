@@ -1,0 +1,20 @@
+//! ONNX operator kernels on `ndarray`, with the loader and executor the
+//! conformance harness runs them through.
+//!
+//! - [`tensor`]: element types and tensors.
+//! - [`proto`]: the only module that touches onnx-protobuf.
+//! - [`model`]: the in-memory model the executor runs.
+//! - [`graph`]: runs a graph, picking kernels by domain, op type and opset.
+//! - [`ops`]: the kernels (`pad`, ...) and their registry.
+
+pub mod error;
+pub mod graph;
+pub mod model;
+pub mod ops;
+pub mod proto;
+pub mod tensor;
+
+pub use error::{Error, KernelError, Result};
+pub use model::Model;
+pub use ops::Limits;
+pub use tensor::{DataType, Storage, Tensor};

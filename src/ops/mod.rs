@@ -1,0 +1,180 @@
+//! Operator kernels and the registry that picks one for a node.
+//!
+//! A kernel is registered under (domain, op type) with the list of versions
+//! at which the operator changed. For a model importing opset `o`, the node
+//! runs the greatest registered `since_version` not above `o`, and the kernel
+//! receives that version so it can apply the version's rules.
+
+pub mod pad;
+
+use crate::error::KernelError;
+use crate::model::{AttrValue, Node};
+use crate::tensor::{DataType, Tensor};
+
+/// Bounds that keep bad input from exhausting memory.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// The largest output a kernel may allocate, in elements.
+    pub max_output_elements: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_output_elements: 1 << 30,
+        }
+    }
+}
+
+/// What a kernel knows about the node it runs.
+pub struct KernelCtx<'a> {
+    pub node: &'a Node,
+    /// The operator version chosen for this node (a `since_version`).
+    pub version: i64,
+    pub limits: Limits,
+}
+
+pub type OpOutput = Result<Vec<Tensor>, KernelError>;
+pub type KernelFn = fn(&KernelCtx, &[Option<&Tensor>]) -> OpOutput;
+
+/// One operator with every version our kernel implements.
+pub struct OpEntry {
+    pub domain: &'static str,
+    pub op_type: &'static str,
+    pub versions: &'static [i64],
+    pub kernel: KernelFn,
+}
+
+/// Every operator this library implements.
+pub fn registry() -> &'static [OpEntry] {
+    static ENTRIES: &[OpEntry] = &[OpEntry {
+        domain: "",
+        op_type: "Pad",
+        versions: &pad::VERSIONS,
+        kernel: pad::run,
+    }];
+    ENTRIES
+}
+
+fn same_domain(a: &str, b: &str) -> bool {
+    let norm = |d: &str| if d == "ai.onnx" { "" } else { d }.to_string();
+    norm(a) == norm(b)
+}
+
+/// The kernel and the version it runs at, for a node in a model importing `opset`.
+pub fn resolve(domain: &str, op_type: &str, opset: i64) -> Option<(i64, KernelFn)> {
+    let entry = registry()
+        .iter()
+        .find(|e| same_domain(e.domain, domain) && e.op_type == op_type)?;
+    let version = entry
+        .versions
+        .iter()
+        .copied()
+        .filter(|&v| v <= opset)
+        .max()?;
+    Some((version, entry.kernel))
+}
+
+/// Whether any version of the operator is registered.
+pub fn is_known(domain: &str, op_type: &str) -> Option<&'static OpEntry> {
+    registry()
+        .iter()
+        .find(|e| same_domain(e.domain, domain) && e.op_type == op_type)
+}
+
+pub fn allowed_list(types: &[DataType]) -> String {
+    types
+        .iter()
+        .map(|t| format!("tensor({t})"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Rejects an element type outside a version's type constraint.
+pub fn check_type(name: &str, dtype: DataType, allowed: &[DataType]) -> Result<(), KernelError> {
+    if allowed.contains(&dtype) {
+        Ok(())
+    } else {
+        Err(KernelError::Type {
+            name: name.to_string(),
+            dtype,
+            allowed: allowed_list(allowed),
+        })
+    }
+}
+
+impl KernelCtx<'_> {
+    pub fn required_input<'t>(
+        &self,
+        inputs: &[Option<&'t Tensor>],
+        i: usize,
+        name: &str,
+    ) -> Result<&'t Tensor, KernelError> {
+        inputs
+            .get(i)
+            .copied()
+            .flatten()
+            .ok_or_else(|| KernelError::input(name, format!("required (input {i}) but missing")))
+    }
+
+    pub fn string_attr(&self, name: &str) -> Result<Option<&str>, KernelError> {
+        match self.node.attribute(name) {
+            None => Ok(None),
+            Some(AttrValue::String(s)) => Ok(Some(s)),
+            Some(other) => Err(KernelError::attribute(
+                name,
+                format!("expected a STRING, got {}", other.type_name()),
+            )),
+        }
+    }
+
+    pub fn ints_attr(&self, name: &str) -> Result<Option<&[i64]>, KernelError> {
+        match self.node.attribute(name) {
+            None => Ok(None),
+            Some(AttrValue::Ints(v)) => Ok(Some(v)),
+            Some(other) => Err(KernelError::attribute(
+                name,
+                format!("expected INTS, got {}", other.type_name()),
+            )),
+        }
+    }
+
+    pub fn int_attr(&self, name: &str) -> Result<Option<i64>, KernelError> {
+        match self.node.attribute(name) {
+            None => Ok(None),
+            Some(AttrValue::Int(v)) => Ok(Some(*v)),
+            Some(other) => Err(KernelError::attribute(
+                name,
+                format!("expected an INT, got {}", other.type_name()),
+            )),
+        }
+    }
+
+    pub fn float_attr(&self, name: &str) -> Result<Option<f32>, KernelError> {
+        match self.node.attribute(name) {
+            None => Ok(None),
+            Some(AttrValue::Float(v)) => Ok(Some(*v)),
+            Some(other) => Err(KernelError::attribute(
+                name,
+                format!("expected a FLOAT, got {}", other.type_name()),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolve_picks_greatest_since_version_not_above_opset() {
+        assert_eq!(resolve("", "Pad", 1).map(|r| r.0), Some(1));
+        assert_eq!(resolve("", "Pad", 10).map(|r| r.0), Some(2));
+        assert_eq!(resolve("ai.onnx", "Pad", 17).map(|r| r.0), Some(13));
+        assert_eq!(resolve("", "Pad", 22).map(|r| r.0), Some(21));
+        assert_eq!(resolve("", "Pad", 99).map(|r| r.0), Some(25));
+        assert!(resolve("", "Pad", 0).is_none());
+        assert!(resolve("com.example", "Pad", 18).is_none());
+        assert!(resolve("", "Nope", 18).is_none());
+    }
+}

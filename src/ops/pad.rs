@@ -1,0 +1,795 @@
+//! Pad, versions 1, 2, 11, 13, 18, 19, 21, 23, 24 and 25.
+//!
+//! Numerical contract: Pad moves elements and never computes with them, so
+//! the output holds bit-exact copies of input elements or of the pad value.
+//! NaN payloads, signed zeros and sub-byte bit patterns are preserved.
+//!
+//! Semantics we follow where the spec leaves room:
+//! - Negative pads remove elements ("add or remove (if negative)"): each axis
+//!   is first cropped by its negative pads, then padded by its positive pads.
+//!   Removing more than the axis holds is an error.
+//! - `reflect` with a pad at least the axis length repeats the reflection, as
+//!   numpy.pad does (period `2 * (n - 1)`; an axis of length 1 repeats its
+//!   value). The spec's own example 2 needs this.
+//! - Non-constant modes cannot pad an empty axis (there is nothing to copy).
+//! - Repeated `axes` are rejected (the spec calls them undefined behaviour).
+//! - Pad-1's documentation example writes `paddings = [0, 0, 2, 0]` for what
+//!   its attribute text (and every later version) spells `[0, 2, 0, 0]`; we
+//!   follow the attribute text: `[x1_begin, x2_begin, ..., x1_end, x2_end, ...]`.
+
+use super::{allowed_list, check_type, KernelCtx, OpOutput};
+use crate::error::KernelError;
+use crate::tensor::{DataType, Element, Storage, Tensor};
+use half::f16;
+use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn, Slice};
+
+/// The versions at which Pad changed.
+pub const VERSIONS: [i64; 10] = [1, 2, 11, 13, 18, 19, 21, 23, 24, 25];
+
+/// Padding mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Constant,
+    Reflect,
+    Edge,
+    Wrap,
+}
+
+impl Mode {
+    pub fn parse(s: &str, version: i64) -> Result<Mode, KernelError> {
+        match s {
+            "constant" => Ok(Mode::Constant),
+            "reflect" => Ok(Mode::Reflect),
+            "edge" => Ok(Mode::Edge),
+            "wrap" if version >= 19 => Ok(Mode::Wrap),
+            "wrap" => Err(KernelError::attribute(
+                "mode",
+                format!("'wrap' is not supported by Pad-{version} (added in Pad-19); expected constant, reflect or edge"),
+            )),
+            other => Err(KernelError::attribute(
+                "mode",
+                format!(
+                    "unknown mode '{other}'; expected constant, reflect, edge{}",
+                    if version >= 19 { " or wrap" } else { "" }
+                ),
+            )),
+        }
+    }
+}
+
+/// The element types Pad-`version` allows for `T`.
+pub fn allowed_types(version: i64) -> Vec<DataType> {
+    use DataType::*;
+    if version < 11 {
+        return vec![Float16, Float, Double];
+    }
+    let mut t = vec![
+        Uint8, Uint16, Uint32, Uint64, Int8, Int16, Int32, Int64, Float16, Float, Double,
+    ];
+    if version >= 13 {
+        t.extend([Bfloat16, String, Bool, Complex64, Complex128]);
+    }
+    if version >= 21 {
+        t.extend([
+            Float8E4M3FN,
+            Float8E4M3FNUZ,
+            Float8E5M2,
+            Float8E5M2FNUZ,
+            Uint4,
+            Int4,
+        ]);
+    }
+    if version >= 23 {
+        t.push(Float4E2M1);
+    }
+    if version >= 24 {
+        t.push(Float8E8M0);
+    }
+    if version >= 25 {
+        t.extend([Uint2, Int2]);
+    }
+    t
+}
+
+/// Pads for every axis of the input, after `axes` has been applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PadSpec {
+    pub begin: Vec<i64>,
+    pub end: Vec<i64>,
+}
+
+/// The kernel entry point, for every version.
+pub fn run(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
+    let v = ctx.version;
+    let data = ctx.required_input(inputs, 0, "data")?;
+    check_type("data", data.dtype(), &allowed_types(v))?;
+    let rank = data.rank();
+    let mode = Mode::parse(ctx.string_attr("mode")?.unwrap_or("constant"), v)?;
+    let (spec, value) = if v < 11 {
+        if inputs.len() > 1 {
+            return Err(KernelError::input(
+                "pads",
+                format!(
+                    "Pad-{v} takes one input (pads are an attribute until Pad-11), got {}",
+                    inputs.len()
+                ),
+            ));
+        }
+        let attr = if v == 1 { "paddings" } else { "pads" };
+        let pads = ctx.ints_attr(attr)?.ok_or_else(|| {
+            KernelError::attribute(attr, format!("required by Pad-{v} but missing"))
+        })?;
+        let spec = pads_for_all_axes(pads, None, rank, attr)?;
+        let value = ctx.float_attr("value")?.unwrap_or(0.0);
+        (spec, FillValue::Float(value))
+    } else {
+        let max_inputs = if v >= 18 { 4 } else { 3 };
+        if inputs.len() > max_inputs {
+            return Err(KernelError::Invalid(format!(
+                "Pad-{v} takes at most {max_inputs} inputs, got {}",
+                inputs.len()
+            )));
+        }
+        for attr in ["pads", "paddings", "value"] {
+            if ctx.node.attribute(attr).is_some() {
+                return Err(KernelError::attribute(
+                    attr,
+                    format!("not an attribute of Pad-{v} (pads and constant_value are inputs since Pad-11)"),
+                ));
+            }
+        }
+        let pads_t = ctx.required_input(inputs, 1, "pads")?;
+        if pads_t.dtype() != DataType::Int64 {
+            return Err(KernelError::input(
+                "pads",
+                format!("expected tensor(int64), got tensor({})", pads_t.dtype()),
+            ));
+        }
+        if pads_t.rank() != 1 {
+            return Err(KernelError::input(
+                "pads",
+                format!("expected a 1-D tensor, got shape {:?}", pads_t.shape()),
+            ));
+        }
+        let pads = pads_t.to_i64_vec().unwrap_or_default();
+        let axes = match inputs.get(3).copied().flatten() {
+            Some(axes_t) => {
+                if !matches!(axes_t.dtype(), DataType::Int32 | DataType::Int64) {
+                    return Err(KernelError::input(
+                        "axes",
+                        format!(
+                            "expected tensor(int32) or tensor(int64), got tensor({})",
+                            axes_t.dtype()
+                        ),
+                    ));
+                }
+                if axes_t.rank() != 1 {
+                    return Err(KernelError::input(
+                        "axes",
+                        format!("expected a 1-D tensor, got shape {:?}", axes_t.shape()),
+                    ));
+                }
+                Some(axes_t.to_i64_vec().unwrap_or_default())
+            }
+            None => None,
+        };
+        let spec = pads_for_all_axes(&pads, axes.as_deref(), rank, "pads")?;
+        let value = match inputs.get(2).copied().flatten() {
+            Some(c) => {
+                if c.dtype() != data.dtype() {
+                    return Err(KernelError::input(
+                        "constant_value",
+                        format!(
+                            "expected the element type of data ({}), got {}",
+                            data.dtype(),
+                            c.dtype()
+                        ),
+                    ));
+                }
+                if c.len() != 1 {
+                    return Err(KernelError::input(
+                        "constant_value",
+                        format!("expected a scalar (one element), got shape {:?}", c.shape()),
+                    ));
+                }
+                FillValue::Tensor(c.clone())
+            }
+            None => FillValue::Default,
+        };
+        (spec, value)
+    };
+    let out = pad_tensor(data, &spec, mode, &value, ctx.limits.max_output_elements)?;
+    Ok(vec![out])
+}
+
+/// Expands `pads` (and optional `axes`) to one (begin, end) pair per axis.
+pub fn pads_for_all_axes(
+    pads: &[i64],
+    axes: Option<&[i64]>,
+    rank: usize,
+    what: &str,
+) -> Result<PadSpec, KernelError> {
+    let axes: Vec<usize> = match axes {
+        None => (0..rank).collect(),
+        Some(axes) => {
+            let mut seen = vec![false; rank];
+            let mut out = Vec::with_capacity(axes.len());
+            for &a in axes {
+                let r = rank as i64;
+                if a < -r || a >= r {
+                    return Err(KernelError::input(
+                        "axes",
+                        format!(
+                            "axis {a} is out of range [{}, {}] for rank {rank}",
+                            -r,
+                            r - 1
+                        ),
+                    ));
+                }
+                let n = if a < 0 { a + r } else { a } as usize;
+                if seen[n] {
+                    return Err(KernelError::input(
+                        "axes",
+                        format!("axis {n} is repeated in {axes:?}"),
+                    ));
+                }
+                seen[n] = true;
+                out.push(n);
+            }
+            out
+        }
+    };
+    if pads.len() != 2 * axes.len() {
+        return Err(KernelError::input(
+            what,
+            format!(
+                "expected {} values (2 x {} axes), got {}",
+                2 * axes.len(),
+                axes.len(),
+                pads.len()
+            ),
+        ));
+    }
+    let mut spec = PadSpec {
+        begin: vec![0; rank],
+        end: vec![0; rank],
+    };
+    for (i, &a) in axes.iter().enumerate() {
+        spec.begin[a] = pads[i];
+        spec.end[a] = pads[i + axes.len()];
+    }
+    Ok(spec)
+}
+
+/// The pad value before conversion to the data's element type.
+pub enum FillValue {
+    /// Pad-1/2's float attribute.
+    Float(f32),
+    /// Pad-11+'s `constant_value` input (same type as the data).
+    Tensor(Tensor),
+    /// 0, "" or false.
+    Default,
+}
+
+fn fill_of<T: Clone + Default>(
+    value: &FillValue,
+    pick: impl Fn(&Tensor) -> Option<T>,
+    from_f32: impl Fn(f32) -> Option<T>,
+) -> T {
+    match value {
+        FillValue::Default => T::default(),
+        FillValue::Tensor(t) => pick(t).unwrap_or_default(),
+        FillValue::Float(f) => from_f32(*f).unwrap_or_default(),
+    }
+}
+
+fn first<T: Element>(t: &Tensor) -> Option<T> {
+    t.array::<T>().and_then(|a| a.iter().next().cloned())
+}
+
+/// Pads any tensor. Negative pads crop first; the output size is checked
+/// against `max_elements` before anything is allocated.
+pub fn pad_tensor(
+    data: &Tensor,
+    spec: &PadSpec,
+    mode: Mode,
+    value: &FillValue,
+    max_elements: u64,
+) -> Result<Tensor, KernelError> {
+    let plan = plan(data.shape(), spec, mode, max_elements)?;
+    macro_rules! go {
+        ($a:expr, $fill:expr) => {{
+            let out = apply(&plan, $a.view(), &$fill)?;
+            out
+        }};
+    }
+    let storage = match data.storage() {
+        Storage::F32(a) => Storage::F32(go!(a, fill_of(value, first::<f32>, |f| Some(f)))),
+        Storage::F64(a) => Storage::F64(go!(a, fill_of(value, first::<f64>, |f| Some(f as f64)))),
+        Storage::F16(a) => Storage::F16(go!(
+            a,
+            fill_of(value, first::<f16>, |f| Some(f16::from_f32(f)))
+        )),
+        Storage::BF16(a) => Storage::BF16(go!(a, fill_of(value, first::<half::bf16>, no_float))),
+        Storage::I8(a) => Storage::I8(go!(a, fill_of(value, first::<i8>, no_float))),
+        Storage::I16(a) => Storage::I16(go!(a, fill_of(value, first::<i16>, no_float))),
+        Storage::I32(a) => Storage::I32(go!(a, fill_of(value, first::<i32>, no_float))),
+        Storage::I64(a) => Storage::I64(go!(a, fill_of(value, first::<i64>, no_float))),
+        Storage::U8(a) => Storage::U8(go!(a, fill_of(value, first::<u8>, no_float))),
+        Storage::U16(a) => Storage::U16(go!(a, fill_of(value, first::<u16>, no_float))),
+        Storage::U32(a) => Storage::U32(go!(a, fill_of(value, first::<u32>, no_float))),
+        Storage::U64(a) => Storage::U64(go!(a, fill_of(value, first::<u64>, no_float))),
+        Storage::Bool(a) => Storage::Bool(go!(a, fill_of(value, first::<bool>, no_float))),
+        Storage::Str(a) => Storage::Str(go!(a, fill_of(value, first::<String>, no_float))),
+        Storage::C64(a) => Storage::C64(go!(
+            a,
+            fill_of(value, first::<num_complex::Complex<f32>>, no_float)
+        )),
+        Storage::C128(a) => Storage::C128(go!(
+            a,
+            fill_of(value, first::<num_complex::Complex<f64>>, no_float)
+        )),
+        Storage::Bits(a) => {
+            let fill = match value {
+                FillValue::Tensor(t) => match t.storage() {
+                    Storage::Bits(b) => b.iter().next().copied().unwrap_or(0),
+                    _ => 0,
+                },
+                _ => 0,
+            };
+            Storage::Bits(go!(a, fill))
+        }
+    };
+    Tensor::new(data.dtype(), storage).map_err(KernelError::Invalid)
+}
+
+/// Pad-1/2's float `value` only applies to float types; other types never see it.
+fn no_float<T>(_: f32) -> Option<T> {
+    None
+}
+
+/// Per-axis work after validation: crop offsets, kept length, pads.
+#[derive(Debug)]
+struct Plan {
+    crop_begin: Vec<usize>,
+    kept: Vec<usize>,
+    begin: Vec<usize>,
+    end: Vec<usize>,
+    out_shape: Vec<usize>,
+    mode: Mode,
+}
+
+fn plan(
+    shape: &[usize],
+    spec: &PadSpec,
+    mode: Mode,
+    max_elements: u64,
+) -> Result<Plan, KernelError> {
+    let rank = shape.len();
+    let mut p = Plan {
+        crop_begin: vec![0; rank],
+        kept: vec![0; rank],
+        begin: vec![0; rank],
+        end: vec![0; rank],
+        out_shape: vec![0; rank],
+        mode,
+    };
+    let mut total: u128 = 1;
+    for axis in 0..rank {
+        let (b, e) = (spec.begin[axis], spec.end[axis]);
+        let n = shape[axis] as u128;
+        let crop = b.min(0).unsigned_abs() as u128 + e.min(0).unsigned_abs() as u128;
+        if crop > n {
+            return Err(KernelError::input(
+                "pads",
+                format!(
+                    "axis {axis}: pads ({b}, {e}) remove {crop} elements but the axis holds {n}"
+                ),
+            ));
+        }
+        let kept = n - crop;
+        let grow = b.max(0) as u128 + e.max(0) as u128;
+        if kept == 0 && grow > 0 && mode != Mode::Constant {
+            return Err(KernelError::input(
+                "pads",
+                format!("axis {axis} is empty{}; mode {mode:?} has nothing to copy from (only constant mode can pad an empty axis)",
+                    if n > 0 { " after cropping" } else { "" }),
+            ));
+        }
+        let out = kept + grow;
+        total = total.saturating_mul(out);
+        if out > u64::MAX as u128 {
+            total = u128::MAX;
+        }
+        p.crop_begin[axis] = b.min(0).unsigned_abs() as usize;
+        p.kept[axis] = kept as usize;
+        p.begin[axis] = b.max(0) as usize;
+        p.end[axis] = e.max(0) as usize;
+        p.out_shape[axis] = out.min(usize::MAX as u128) as usize;
+    }
+    if total > max_elements as u128 {
+        return Err(KernelError::TooLarge {
+            elements: total,
+            limit: max_elements,
+        });
+    }
+    Ok(p)
+}
+
+fn apply<T: Clone>(
+    plan: &Plan,
+    input: ArrayViewD<'_, T>,
+    fill: &T,
+) -> Result<ArrayD<T>, KernelError> {
+    let mut view = input;
+    for axis in 0..view.ndim() {
+        let start = plan.crop_begin[axis];
+        if start != 0 || plan.kept[axis] != view.len_of(Axis(axis)) {
+            view.slice_axis_inplace(Axis(axis), Slice::from(start..start + plan.kept[axis]));
+        }
+    }
+    let contiguous = view.as_standard_layout();
+    let src = contiguous.as_slice().ok_or_else(|| {
+        KernelError::Invalid("internal: input is not contiguous after relayout".into())
+    })?;
+    let out_len: usize = plan.out_shape.iter().product();
+    let mut out = Vec::with_capacity(out_len);
+    // Axes from `tail` on carry no padding: blocks there copy in one go.
+    let tail = (0..plan.kept.len())
+        .rev()
+        .find(|&a| plan.begin[a] != 0 || plan.end[a] != 0)
+        .map_or(0, |a| a + 1);
+    let mut inner = vec![1usize; plan.kept.len() + 1];
+    let mut out_inner = vec![1usize; plan.kept.len() + 1];
+    for a in (0..plan.kept.len()).rev() {
+        inner[a] = inner[a + 1] * plan.kept[a];
+        out_inner[a] = out_inner[a + 1] * plan.out_shape[a];
+    }
+    let w = Writer {
+        plan,
+        tail,
+        inner: &inner,
+        out_inner: &out_inner,
+        fill,
+    };
+    if out_len > 0 {
+        w.write(&mut out, src, 0);
+    }
+    debug_assert_eq!(out.len(), out_len);
+    ArrayD::from_shape_vec(IxDyn(&plan.out_shape), out)
+        .map_err(|e| KernelError::Invalid(format!("internal: {e}")))
+}
+
+struct Writer<'a, T> {
+    plan: &'a Plan,
+    tail: usize,
+    /// Input elements per index of each axis (product of later kept sizes).
+    inner: &'a [usize],
+    /// Output elements per index of each axis.
+    out_inner: &'a [usize],
+    fill: &'a T,
+}
+
+impl<T: Clone> Writer<'_, T> {
+    /// Appends the padded form of `block` (the input sub-array at `axis`) to
+    /// `out`, in row-major order. Writing strictly in order lets the output
+    /// grow by `extend`, so no element is written twice.
+    fn write(&self, out: &mut Vec<T>, block: &[T], axis: usize) {
+        if axis >= self.tail {
+            out.extend_from_slice(block);
+            return;
+        }
+        let n = self.plan.kept[axis];
+        let step = self.inner[axis + 1];
+        let (b, e) = (self.plan.begin[axis], self.plan.end[axis]);
+        let leaf = axis + 1 >= self.tail;
+        let emit_pad = |out: &mut Vec<T>, j: i64| {
+            if self.plan.mode == Mode::Constant {
+                out.resize(out.len() + self.out_inner[axis + 1], self.fill.clone());
+            } else {
+                let s = source_index(j, n, self.plan.mode);
+                let sub = &block[s * step..(s + 1) * step];
+                if leaf {
+                    out.extend_from_slice(sub);
+                } else {
+                    self.write(out, sub, axis + 1);
+                }
+            }
+        };
+        for k in 0..b {
+            emit_pad(out, k as i64 - b as i64);
+        }
+        if leaf {
+            out.extend_from_slice(&block[..n * step]);
+        } else {
+            for j in 0..n {
+                self.write(out, &block[j * step..(j + 1) * step], axis + 1);
+            }
+        }
+        for k in 0..e {
+            emit_pad(out, (n + k) as i64);
+        }
+    }
+}
+
+/// The input index a padded position `j` (outside `0..n`) copies from.
+/// `n > 0` is guaranteed by `plan`.
+pub fn source_index(j: i64, n: usize, mode: Mode) -> usize {
+    let n_i = n as i64;
+    match mode {
+        Mode::Edge | Mode::Constant => j.clamp(0, n_i - 1) as usize,
+        Mode::Wrap => j.rem_euclid(n_i) as usize,
+        Mode::Reflect => {
+            if n == 1 {
+                return 0;
+            }
+            let period = 2 * (n_i - 1);
+            let m = j.rem_euclid(period);
+            (if m >= n_i { period - m } else { m }) as usize
+        }
+    }
+}
+
+/// Lists the allowed types for messages.
+pub fn allowed_text(version: i64) -> String {
+    allowed_list(&allowed_types(version))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pad_f32(shape: &[usize], data: Vec<f32>, pads: &[i64], mode: Mode, value: f32) -> Tensor {
+        let t = Tensor::from_vec(shape, data);
+        let spec = pads_for_all_axes(pads, None, shape.len(), "pads").unwrap();
+        pad_tensor(&t, &spec, mode, &FillValue::Float(value), 1 << 30).unwrap()
+    }
+
+    fn values(t: &Tensor) -> Vec<f32> {
+        t.array::<f32>().unwrap().iter().copied().collect()
+    }
+
+    const DATA: [f32; 6] = [1.0, 1.2, 2.3, 3.4, 4.5, 5.7];
+
+    // The three examples of seed 000 (Pad-18 documentation), which are also
+    // the first three of the Pad-19 documentation.
+    #[test]
+    fn spec_example_1_constant() {
+        let y = pad_f32(&[3, 2], DATA.to_vec(), &[0, 2, 0, 0], Mode::Constant, 0.0);
+        assert_eq!(y.shape(), &[3, 4]);
+        assert_eq!(
+            values(&y),
+            vec![0.0, 0.0, 1.0, 1.2, 0.0, 0.0, 2.3, 3.4, 0.0, 0.0, 4.5, 5.7]
+        );
+    }
+
+    #[test]
+    fn spec_example_2_reflect_beyond_axis_length() {
+        let y = pad_f32(&[3, 2], DATA.to_vec(), &[0, 2, 0, 0], Mode::Reflect, 0.0);
+        assert_eq!(
+            values(&y),
+            vec![1.0, 1.2, 1.0, 1.2, 2.3, 3.4, 2.3, 3.4, 4.5, 5.7, 4.5, 5.7]
+        );
+    }
+
+    #[test]
+    fn spec_example_3_edge() {
+        let y = pad_f32(&[3, 2], DATA.to_vec(), &[0, 2, 0, 0], Mode::Edge, 0.0);
+        assert_eq!(
+            values(&y),
+            vec![1.0, 1.0, 1.0, 1.2, 2.3, 2.3, 2.3, 3.4, 4.5, 4.5, 4.5, 5.7]
+        );
+    }
+
+    // Example 4 of the Pad-19 documentation (wrap).
+    #[test]
+    fn spec_example_4_wrap() {
+        let y = pad_f32(&[3, 2], DATA.to_vec(), &[2, 1, 1, 1], Mode::Wrap, 0.0);
+        assert_eq!(y.shape(), &[6, 4]);
+        assert_eq!(
+            values(&y),
+            vec![
+                3.4, 2.3, 3.4, 2.3, //
+                5.7, 4.5, 5.7, 4.5, //
+                1.2, 1.0, 1.2, 1.0, //
+                3.4, 2.3, 3.4, 2.3, //
+                5.7, 4.5, 5.7, 4.5, //
+                1.2, 1.0, 1.2, 1.0,
+            ]
+        );
+    }
+
+    #[test]
+    fn reflect_repeats_like_numpy() {
+        // np.pad([1,2,3], (5,0), 'reflect') == [2,1,2,3,2,1,2,3]
+        let y = pad_f32(&[3], vec![1.0, 2.0, 3.0], &[5, 0], Mode::Reflect, 0.0);
+        assert_eq!(values(&y), vec![2.0, 1.0, 2.0, 3.0, 2.0, 1.0, 2.0, 3.0]);
+        // np.pad([1,2,3], (0,6), 'reflect') == [1,2,3,2,1,2,3,2,1]
+        let y = pad_f32(&[3], vec![1.0, 2.0, 3.0], &[0, 6], Mode::Reflect, 0.0);
+        assert_eq!(
+            values(&y),
+            vec![1.0, 2.0, 3.0, 2.0, 1.0, 2.0, 3.0, 2.0, 1.0]
+        );
+        let y = pad_f32(&[1], vec![7.0], &[2, 3], Mode::Reflect, 0.0);
+        assert_eq!(values(&y), vec![7.0; 6]);
+    }
+
+    #[test]
+    fn negative_pads_crop_then_pad() {
+        // Remove the first column, add one 9 at the end of each row.
+        let y = pad_f32(
+            &[2, 3],
+            vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+            &[0, -1, 0, 1],
+            Mode::Constant,
+            9.0,
+        );
+        assert_eq!(y.shape(), &[2, 3]);
+        assert_eq!(values(&y), vec![2.0, 3.0, 9.0, 5.0, 6.0, 9.0]);
+        // Mixed on one axis with edge: crop the end, pad the beginning.
+        let y = pad_f32(&[4], vec![1.0, 2.0, 3.0, 4.0], &[2, -3], Mode::Edge, 0.0);
+        assert_eq!(values(&y), vec![1.0, 1.0, 1.0]);
+        // Reflect after a crop reflects the cropped axis.
+        let y = pad_f32(&[4], vec![1.0, 2.0, 3.0, 4.0], &[-1, 2], Mode::Reflect, 0.0);
+        assert_eq!(values(&y), vec![2.0, 3.0, 4.0, 3.0, 2.0]);
+    }
+
+    #[test]
+    fn cropping_more_than_the_axis_holds_is_an_error() {
+        let t = Tensor::from_vec(&[2, 3], vec![0f32; 6]);
+        let spec = pads_for_all_axes(&[0, -2, 0, -2], None, 2, "pads").unwrap();
+        let e = pad_tensor(&t, &spec, Mode::Constant, &FillValue::Default, 1 << 30).unwrap_err();
+        assert_eq!(
+            e,
+            KernelError::input(
+                "pads",
+                "axis 1: pads (-2, -2) remove 4 elements but the axis holds 3"
+            )
+        );
+    }
+
+    #[test]
+    fn non_constant_modes_reject_empty_axes() {
+        let t = Tensor::from_vec(&[2, 0], Vec::<f32>::new());
+        let spec = pads_for_all_axes(&[0, 1, 0, 0], None, 2, "pads").unwrap();
+        for mode in [Mode::Edge, Mode::Reflect, Mode::Wrap] {
+            let e = pad_tensor(&t, &spec, mode, &FillValue::Default, 1 << 30).unwrap_err();
+            assert!(e.to_string().contains("axis 1 is empty"), "{e}");
+        }
+        let y = pad_tensor(&t, &spec, Mode::Constant, &FillValue::Float(5.0), 1 << 30).unwrap();
+        assert_eq!(values(&y), vec![5.0, 5.0]);
+    }
+
+    #[test]
+    fn huge_pads_are_refused_before_allocating() {
+        let t = Tensor::from_vec(&[2], vec![0f32; 2]);
+        let spec = pads_for_all_axes(&[1_000_000_000_000, 0], None, 1, "pads").unwrap();
+        let e = pad_tensor(&t, &spec, Mode::Constant, &FillValue::Default, 1 << 30).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                KernelError::TooLarge {
+                    elements: 1_000_000_000_002,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let spec = pads_for_all_axes(&[i64::MAX, i64::MAX], None, 1, "pads").unwrap();
+        assert!(pad_tensor(&t, &spec, Mode::Edge, &FillValue::Default, 1 << 30).is_err());
+    }
+
+    #[test]
+    fn axes_are_normalized_and_checked() {
+        let s = pads_for_all_axes(&[1, 2, 3, 4], Some(&[-1, 0]), 3, "pads").unwrap();
+        assert_eq!(s.begin, vec![2, 0, 1]);
+        assert_eq!(s.end, vec![4, 0, 3]);
+        let e = pads_for_all_axes(&[1, 2, 3, 4], Some(&[0, -3]), 3, "pads").unwrap_err();
+        assert_eq!(
+            e,
+            KernelError::input("axes", "axis 0 is repeated in [0, -3]")
+        );
+        let e = pads_for_all_axes(&[1, 2], Some(&[3]), 3, "pads").unwrap_err();
+        assert_eq!(
+            e,
+            KernelError::input("axes", "axis 3 is out of range [-3, 2] for rank 3")
+        );
+        let e = pads_for_all_axes(&[1, 2, 3], None, 2, "pads").unwrap_err();
+        assert_eq!(
+            e,
+            KernelError::input("pads", "expected 4 values (2 x 2 axes), got 3")
+        );
+    }
+
+    #[test]
+    fn wrap_is_rejected_before_version_19() {
+        assert!(Mode::parse("wrap", 19).is_ok());
+        let e = Mode::parse("wrap", 18).unwrap_err();
+        assert!(e.to_string().contains("added in Pad-19"), "{e}");
+        let e = Mode::parse("mirror", 25).unwrap_err();
+        assert!(e.to_string().contains("unknown mode 'mirror'"), "{e}");
+    }
+
+    #[test]
+    fn strings_and_sub_byte_types_pad() {
+        let t = Tensor::from_vec(&[2], vec!["a".to_string(), "b".to_string()]);
+        let spec = pads_for_all_axes(&[1, 1], None, 1, "pads").unwrap();
+        let y = pad_tensor(&t, &spec, Mode::Constant, &FillValue::Default, 100).unwrap();
+        let got: Vec<String> = y.array::<String>().unwrap().iter().cloned().collect();
+        assert_eq!(got, vec!["", "a", "b", ""]);
+        let bits = Tensor::new(
+            DataType::Int4,
+            Storage::Bits(ArrayD::from_shape_vec(IxDyn(&[2]), vec![3, 0xE]).unwrap()),
+        )
+        .unwrap();
+        let y = pad_tensor(&bits, &spec, Mode::Edge, &FillValue::Default, 100).unwrap();
+        assert_eq!(y.dtype(), DataType::Int4);
+        assert_eq!(
+            y.storage(),
+            &Storage::Bits(ArrayD::from_shape_vec(IxDyn(&[4]), vec![3, 3, 0xE, 0xE]).unwrap())
+        );
+    }
+
+    /// Every mode, on random shapes and pads, against a per-element oracle
+    /// written from the definition (independent of the block writer).
+    #[test]
+    fn block_writer_matches_per_element_definition() {
+        let mut seed = 0x2545F4914F6CDD1Du64;
+        let mut next = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        };
+        for _ in 0..400 {
+            let rank = 1 + next(4) as usize;
+            let shape: Vec<usize> = (0..rank).map(|_| 1 + next(4) as usize).collect();
+            let n: usize = shape.iter().product();
+            let data: Vec<f32> = (0..n).map(|i| i as f32).collect();
+            let mut pads = Vec::new();
+            for _ in 0..2 * rank {
+                pads.push(next(7) as i64 - 1);
+            }
+            for (a, &d) in shape.iter().enumerate() {
+                // keep at least one element per axis so every mode applies
+                while pads[a].min(0).abs() + pads[a + rank].min(0).abs() >= d as i64 {
+                    pads[a] = pads[a].max(0);
+                    pads[a + rank] = pads[a + rank].max(0);
+                }
+            }
+            let mode = [Mode::Constant, Mode::Reflect, Mode::Edge, Mode::Wrap][next(4) as usize];
+            let y = pad_f32(&shape, data.clone(), &pads, mode, -1.0);
+            let out_shape = y.shape().to_vec();
+            let got = values(&y);
+            let mut idx = vec![0usize; rank];
+            for (flat, g) in got.iter().enumerate() {
+                let mut rem = flat;
+                for a in (0..rank).rev() {
+                    idx[a] = rem % out_shape[a];
+                    rem /= out_shape[a];
+                }
+                let mut src = 0usize;
+                let mut constant = false;
+                for a in 0..rank {
+                    let crop_b = pads[a].min(0).unsigned_abs() as i64;
+                    let kept = shape[a] as i64 - crop_b - pads[a + rank].min(0).abs();
+                    let j = idx[a] as i64 - pads[a].max(0);
+                    let j = if (0..kept).contains(&j) {
+                        j
+                    } else if mode == Mode::Constant {
+                        constant = true;
+                        0
+                    } else {
+                        source_index(j, kept as usize, mode) as i64
+                    };
+                    src = src * shape[a] + (j + crop_b) as usize;
+                }
+                let want = if constant { -1.0 } else { data[src] };
+                assert_eq!(
+                    *g, want,
+                    "shape {shape:?} pads {pads:?} mode {mode:?} at {idx:?}"
+                );
+            }
+        }
+    }
+}
