@@ -7,6 +7,7 @@
 //! - [`graph`]: runs a graph, picking kernels by domain, op type and opset.
 //! - [`ops`]: the kernels (`pad`, ...) and their registry.
 
+pub mod backend;
 pub mod error;
 pub mod graph;
 pub mod model;

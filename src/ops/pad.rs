@@ -304,7 +304,7 @@ pub fn pad_tensor(
         }};
     }
     let storage = match data.storage() {
-        Storage::F32(a) => Storage::F32(go!(a, fill_of(value, first::<f32>, |f| Some(f)))),
+        Storage::F32(a) => Storage::F32(go!(a, fill_of(value, first::<f32>, Some))),
         Storage::F64(a) => Storage::F64(go!(a, fill_of(value, first::<f64>, |f| Some(f as f64)))),
         Storage::F16(a) => Storage::F16(go!(
             a,
@@ -375,6 +375,7 @@ fn plan(
         mode,
     };
     let mut total: u128 = 1;
+    #[allow(clippy::needless_range_loop)] // several per-axis arrays advance together
     for axis in 0..rank {
         let (b, e) = (spec.begin[axis], spec.end[axis]);
         let n = shape[axis] as u128;

@@ -1,1 +1,42 @@
-fn main() {}
+//! `cargo xtask <command>`: project automation, one file per command.
+
+mod fetch_cases;
+mod python;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(
+    name = "cargo xtask",
+    about = "Project automation for onnx-conformance"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Write the official ONNX backend test cases for the covered operators into cases/.
+    FetchCases(fetch_cases::Args),
+}
+
+/// The workspace root (the xtask crate lives in `<root>/xtask`).
+pub fn project_root() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    dir.parent().map(PathBuf::from).unwrap_or(dir)
+}
+
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| project_root().join("target"))
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().command {
+        Cmd::FetchCases(args) => fetch_cases::run(args),
+    }
+}

@@ -1,0 +1,132 @@
+//! Finds cases: folders holding `model.onnx` and `test_data_set_*/`.
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use walkdir::WalkDir;
+
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// The folder path between the root and the case, e.g. `node`.
+    pub source: String,
+    /// The case folder's name, e.g. `test_edge_pad`.
+    pub name: String,
+    pub dir: PathBuf,
+    /// Data set folders, ordered by their number.
+    pub data_sets: Vec<PathBuf>,
+}
+
+impl Case {
+    pub fn id(&self) -> String {
+        format!("{}/{}", self.source, self.name)
+    }
+}
+
+/// The folders to search: `ONNX_CASES` (`:`-separated) or the default.
+pub fn roots(default: &Path) -> Vec<PathBuf> {
+    match std::env::var_os("ONNX_CASES") {
+        Some(v) if !v.is_empty() => std::env::split_paths(&v).collect(),
+        _ => vec![default.to_path_buf()],
+    }
+}
+
+/// Every case under `roots`, sorted by id. Zero cases is an error.
+pub fn discover(roots: &[PathBuf]) -> Result<Vec<Case>> {
+    let mut cases = Vec::new();
+    for root in roots {
+        if !root.is_dir() {
+            bail!(
+                "case folder {} does not exist (run `cargo xtask fetch-cases`, or point ONNX_CASES at a folder of cases)",
+                root.display()
+            );
+        }
+        let before = cases.len();
+        for entry in WalkDir::new(root).sort_by_file_name() {
+            let entry = entry.with_context(|| format!("walking {}", root.display()))?;
+            if entry.file_type().is_dir() && entry.path().join("model.onnx").is_file() {
+                cases.push(case_at(root, entry.path())?);
+            }
+        }
+        if cases.len() == before {
+            bail!(
+                "no cases found under {}: a case is a folder holding model.onnx and test_data_set_*/",
+                root.display()
+            );
+        }
+    }
+    cases.sort_by_key(|c| c.id());
+    Ok(cases)
+}
+
+fn case_at(root: &Path, dir: &Path) -> Result<Case> {
+    let rel = dir.strip_prefix(root).unwrap_or(dir);
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let name = parts.pop().unwrap_or_else(|| dir_name(dir));
+    let source = if parts.is_empty() {
+        // The root is itself the case folder, or cases sit directly under
+        // it: name the source after the root.
+        let base = if rel.as_os_str().is_empty() {
+            dir.parent().unwrap_or(dir)
+        } else {
+            root
+        };
+        dir_name(base)
+    } else {
+        parts.join("/")
+    };
+    let mut data_sets: Vec<(usize, PathBuf)> = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let entry = entry?;
+        let file_name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(n) = file_name.strip_prefix("test_data_set_") {
+            if entry.path().is_dir() {
+                let n: usize = n.parse().with_context(|| {
+                    format!("data set folder {} has no number", entry.path().display())
+                })?;
+                data_sets.push((n, entry.path()));
+            }
+        }
+    }
+    data_sets.sort();
+    Ok(Case {
+        source,
+        name,
+        dir: dir.to_path_buf(),
+        data_sets: data_sets.into_iter().map(|(_, p)| p).collect(),
+    })
+}
+
+fn dir_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "cases".to_string())
+}
+
+/// The `input_N.pb` or `output_N.pb` files of a data set, ordered by N.
+pub fn numbered(dir: &Path, prefix: &str) -> Result<Vec<PathBuf>> {
+    let mut files: Vec<(usize, PathBuf)> = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(n) = name
+            .strip_prefix(prefix)
+            .and_then(|r| r.strip_suffix(".pb"))
+        {
+            if let Ok(n) = n.parse::<usize>() {
+                files.push((n, entry.path()));
+            }
+        }
+    }
+    files.sort();
+    for (i, (n, p)) in files.iter().enumerate() {
+        if *n != i {
+            bail!(
+                "{} is numbered {n} but {prefix}{i}.pb is missing",
+                p.display()
+            );
+        }
+    }
+    Ok(files.into_iter().map(|(_, p)| p).collect())
+}

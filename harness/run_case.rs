@@ -1,0 +1,164 @@
+//! Runs one data set of one case through a backend and compares outputs.
+
+use crate::compare::{self, Mismatch};
+use crate::discover::{numbered, Case};
+use anyhow::{anyhow, bail, Context, Result};
+use onnx_conformance::backend::Backend;
+use onnx_conformance::{proto, Storage, Tensor};
+use std::path::{Path, PathBuf};
+
+/// Small outputs also get a line diff in failure messages.
+const DIFF_LIMIT: usize = 64;
+
+/// A data set's tensors.
+pub struct DataSet {
+    pub inputs: Vec<Tensor>,
+    pub outputs: Vec<(String, Tensor)>,
+}
+
+pub fn load_data_set(dir: &Path) -> Result<DataSet> {
+    let read = |p: &PathBuf| -> Result<(String, Tensor)> {
+        let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
+        proto::load_tensor(&bytes).with_context(|| format!("decoding {}", p.display()))
+    };
+    let inputs = numbered(dir, "input_")?
+        .iter()
+        .map(|p| read(p).map(|(_, t)| t))
+        .collect::<Result<_>>()?;
+    let outputs = numbered(dir, "output_")?
+        .iter()
+        .map(read)
+        .collect::<Result<_>>()?;
+    Ok(DataSet { inputs, outputs })
+}
+
+/// Where actual outputs of a failing trial are written.
+pub fn artifact_dir(target: &Path, case: &Case, data_set: usize) -> PathBuf {
+    let mut d = target
+        .join("conformance")
+        .join(&case.source)
+        .join(&case.name);
+    if data_set > 0 {
+        d = d.join(format!("test_data_set_{data_set}"));
+    }
+    d
+}
+
+/// Runs the case's data set; `Err` holds the full failure message.
+pub fn check(case: &Case, data_set: usize, backend: &dyn Backend, target: &Path) -> Result<()> {
+    let model_path = case.dir.join("model.onnx");
+    let bytes =
+        std::fs::read(&model_path).with_context(|| format!("reading {}", model_path.display()))?;
+    let model =
+        proto::load_model(&bytes).with_context(|| format!("loading {}", model_path.display()))?;
+    let ds_dir = &case.data_sets[data_set];
+    let ds = load_data_set(ds_dir)?;
+    let actual = backend
+        .run(&model, &bytes, &ds.inputs)
+        .map_err(|e| anyhow!("{} failed: {e}", backend.name()))?;
+    if actual.len() != ds.outputs.len() {
+        bail!(
+            "{} produced {} outputs, the data set expects {}",
+            backend.name(),
+            actual.len(),
+            ds.outputs.len()
+        );
+    }
+    let mut problems = Vec::new();
+    for (k, ((name, expected), got)) in ds.outputs.iter().zip(&actual).enumerate() {
+        let label = model
+            .graph
+            .outputs
+            .get(k)
+            .map(|o| o.name.clone())
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| {
+                if name.is_empty() {
+                    format!("output_{k}")
+                } else {
+                    name.clone()
+                }
+            });
+        let tol = compare::tolerance(expected.dtype());
+        match compare::compare(expected, got, tol) {
+            Err(structural) => problems.push(format!("output {k} '{label}': {structural}")),
+            Ok(m) if m.mismatches > 0 => {
+                problems.push(value_report(k, &label, expected, got, &m, tol))
+            }
+            Ok(_) => {}
+        }
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let dir = artifact_dir(target, case, data_set);
+    let saved = match save_actual(&dir, &actual) {
+        Ok(()) => format!("actual outputs written to {}", dir.display()),
+        Err(e) => format!("could not write actual outputs to {}: {e:#}", dir.display()),
+    };
+    bail!(
+        "case {} ({}), data set {data_set}:\n  {}\n  {saved}",
+        case.id(),
+        case.dir.display(),
+        problems.join("\n  ")
+    )
+}
+
+fn value_report(
+    k: usize,
+    label: &str,
+    expected: &Tensor,
+    got: &Tensor,
+    m: &Mismatch,
+    tol: Option<(f64, f64)>,
+) -> String {
+    let mut s = format!(
+        "output {k} '{label}' (tensor({}), shape {:?}): {}",
+        expected.dtype(),
+        expected.shape(),
+        compare::describe(m, expected.shape(), tol)
+    );
+    if expected.len() <= DIFF_LIMIT {
+        let (left, right) = (compare::lines(expected), compare::lines(got));
+        let diff = similar_asserts::SimpleDiff::from_str(&left, &right, "expected", "actual");
+        s.push_str(&format!("\n{diff}"));
+    }
+    s
+}
+
+fn save_actual(dir: &Path, outputs: &[Tensor]) -> Result<()> {
+    use ndarray_npy::write_npy;
+    std::fs::create_dir_all(dir)?;
+    for (k, t) in outputs.iter().enumerate() {
+        let p = dir.join(format!("output_{k}.npy"));
+        match t.storage() {
+            Storage::F32(a) => write_npy(&p, a)?,
+            Storage::F64(a) => write_npy(&p, a)?,
+            // npy has float16 but ndarray-npy does not write it: widen.
+            Storage::F16(a) => write_npy(&p, &a.mapv(|v| v.to_f32()))?,
+            Storage::BF16(a) => write_npy(&p, &a.mapv(|v| v.to_f32()))?,
+            Storage::I8(a) => write_npy(&p, a)?,
+            Storage::I16(a) => write_npy(&p, a)?,
+            Storage::I32(a) => write_npy(&p, a)?,
+            Storage::I64(a) => write_npy(&p, a)?,
+            Storage::U8(a) => write_npy(&p, a)?,
+            Storage::U16(a) => write_npy(&p, a)?,
+            Storage::U32(a) => write_npy(&p, a)?,
+            Storage::U64(a) => write_npy(&p, a)?,
+            Storage::Bool(a) => write_npy(&p, a)?,
+            Storage::C64(a) => write_npy(&p, a)?,
+            Storage::C128(a) => write_npy(&p, a)?,
+            Storage::Bits(a) => write_npy(&p, a)?,
+            Storage::Str(a) => {
+                let text: String = a.iter().map(|s| format!("{s:?}\n")).collect();
+                std::fs::write(p.with_extension("txt"), text)?;
+            }
+        }
+        // The .pb form loads in any ONNX tool.
+        std::fs::write(
+            dir.join(format!("output_{k}.pb")),
+            proto::save_tensor("", t)?,
+        )?;
+    }
+    Ok(())
+}

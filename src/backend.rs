@@ -1,0 +1,41 @@
+//! The seam through which any runtime is judged by the same suite: our
+//! kernels, or another runtime behind a cargo feature.
+
+use crate::model::Model;
+use crate::ops::Limits;
+use crate::tensor::Tensor;
+
+/// A runtime that runs a model on inputs.
+pub trait Backend: Send + Sync {
+    /// A short name used in trial names, expectations and reports.
+    fn name(&self) -> &str;
+    /// Runs the model (given both parsed and as its serialized bytes, so a
+    /// runtime with its own loader can use those) on the graph inputs in order.
+    fn run(
+        &self,
+        model: &Model,
+        model_bytes: &[u8],
+        inputs: &[Tensor],
+    ) -> Result<Vec<Tensor>, String>;
+}
+
+/// This library's own kernels.
+#[derive(Default)]
+pub struct Ours {
+    pub limits: Limits,
+}
+
+impl Backend for Ours {
+    fn name(&self) -> &str {
+        "ours"
+    }
+
+    fn run(
+        &self,
+        model: &Model,
+        _model_bytes: &[u8],
+        inputs: &[Tensor],
+    ) -> Result<Vec<Tensor>, String> {
+        crate::graph::run(model, inputs, self.limits).map_err(|e| e.to_string())
+    }
+}
