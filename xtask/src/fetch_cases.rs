@@ -43,16 +43,12 @@ pub const DEFAULT_PYTORCH_FILTERS: &[&str] = &[
 /// The numpy seed every node case generator runs under.
 pub const DEFAULT_SEED: u64 = 0;
 
-/// Case kinds (folders under `onnx/backend/test/data/` and `cases/`).
+/// Official case kinds (folders under `onnx/backend/test/data/` and `cases/`).
 const KINDS: &[&str] = &["node", "pytorch-converted", "pytorch-operator"];
 
-/// What this command owns in `cases/`; everything else there is left alone.
-const MANAGED: &[&str] = &[
-    "node",
-    "pytorch-converted",
-    "pytorch-operator",
-    "MANIFEST.toml",
-];
+/// Cases whose expected outputs come from numpy (`gen_oracle_cases.py`);
+/// only the PyPI source writes them.
+const ORACLE: &str = "oracle";
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -140,14 +136,25 @@ fn generate_and_apply(args: &Args, out: &Path, target: &Path, tmp: &Path) -> Res
         generate_from_pypi(&filters, args.seed, target, tmp)?;
         format!("pypi {}", python::CASE_REQUIREMENTS[0])
     };
-    let files = hash_tree(tmp)?;
-    if files.is_empty() {
+    if hash_tree(tmp, KINDS)?.is_empty() {
         bail!(
             "no case matched the filters {:?} / {:?}",
             filters.node,
             filters.pytorch
         );
     }
+    // The official kinds always come from the source; the oracle cases only
+    // from the PyPI source (other sources leave the committed ones alone).
+    let mut managed: Vec<&str> = KINDS.to_vec();
+    if tmp.join(ORACLE).is_dir() {
+        managed.push(ORACLE);
+    }
+    for kind in all_kinds() {
+        if !managed.contains(&kind) && out.join(kind).is_dir() {
+            copy_tree(&out.join(kind), &tmp.join(kind))?;
+        }
+    }
+    let files = hash_tree(tmp, &all_kinds())?;
     std::fs::write(
         tmp.join("MANIFEST.toml"),
         manifest(&source, args, &filters, &files),
@@ -156,7 +163,8 @@ fn generate_and_apply(args: &Args, out: &Path, target: &Path, tmp: &Path) -> Res
         return check(tmp, out, args);
     }
     std::fs::create_dir_all(out)?;
-    for entry in MANAGED {
+    managed.push("MANIFEST.toml");
+    for entry in managed {
         let (from, to) = (tmp.join(entry), out.join(entry));
         if to.is_dir() {
             std::fs::remove_dir_all(&to).with_context(|| format!("removing {}", to.display()))?;
@@ -205,7 +213,18 @@ fn generate_from_pypi(filters: &Filters, seed: u64, target: &Path, tmp: &Path) -
         );
     }
     std::fs::remove_file(&script)?;
-    for kind in KINDS {
+    let oracle_script = tmp.join("gen_oracle_cases.py");
+    std::fs::write(&oracle_script, include_str!("gen_oracle_cases.py"))?;
+    python::output(
+        Command::new(&env.python)
+            .arg(&oracle_script)
+            .arg(&gen)
+            .arg(serde_json::json!({ "seed": seed }).to_string())
+            .env("PYTHONHASHSEED", "0"),
+    )
+    .context("running the numpy oracle case generator")?;
+    std::fs::remove_file(&oracle_script)?;
+    for kind in all_kinds() {
         if gen.join(kind).exists() {
             std::fs::rename(gen.join(kind), tmp.join(kind))?;
         }
@@ -371,8 +390,14 @@ fn drop_foreign_pytorch_cases(out: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Relative path (with `/`) to sha256 of every file under `root`.
-pub fn hash_tree(root: &Path) -> Result<BTreeMap<String, String>> {
+fn all_kinds() -> Vec<&'static str> {
+    let mut k = KINDS.to_vec();
+    k.push(ORACLE);
+    k
+}
+
+/// Relative path (with `/`) to sha256 of every file under `root/<kind>`.
+pub fn hash_tree(root: &Path, kinds: &[&str]) -> Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
     fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) -> Result<()> {
         for e in std::fs::read_dir(dir)? {
@@ -393,7 +418,7 @@ pub fn hash_tree(root: &Path) -> Result<BTreeMap<String, String>> {
         }
         Ok(())
     }
-    for kind in KINDS {
+    for kind in kinds {
         if root.join(kind).is_dir() {
             walk(root, &root.join(kind), &mut out)?;
         }
@@ -434,8 +459,8 @@ fn manifest(
 }
 
 fn check(tmp: &Path, out: &Path, args: &Args) -> Result<()> {
-    let fresh = hash_tree(tmp)?;
-    let committed = hash_tree(out)?;
+    let fresh = hash_tree(tmp, &all_kinds())?;
+    let committed = hash_tree(out, &all_kinds())?;
     let mut problems = Vec::new();
     for (path, digest) in &fresh {
         match committed.get(path) {
@@ -548,7 +573,7 @@ mod tests {
             b"in"
         );
         assert!(!out.join("node/test_abs").exists());
-        let files = hash_tree(&out).unwrap();
+        let files = hash_tree(&out, KINDS).unwrap();
         assert_eq!(files.len(), 2);
 
         let err = extract_archive(

@@ -1,0 +1,1 @@
+ByJOO..GGGIIGGGII

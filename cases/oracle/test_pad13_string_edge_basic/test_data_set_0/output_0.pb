@@ -1,0 +1,1 @@
+2a2a2a2a2a2def2def2def2g h2g h2bc2bc2bc2def2def2bc2bc2bc2def2defBy

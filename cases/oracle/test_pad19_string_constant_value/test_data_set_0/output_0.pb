@@ -1,0 +1,1 @@
+2pad2pad2pad2pad2pad2g h2def2g h2pad2pad2a2bc2bc2pad2padBy

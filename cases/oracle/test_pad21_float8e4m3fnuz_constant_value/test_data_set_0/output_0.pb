@@ -1,0 +1,1 @@
+ByJLLLLLÇA·LLÁ=ÔLL

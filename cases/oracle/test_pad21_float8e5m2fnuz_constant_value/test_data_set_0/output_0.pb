@@ -1,0 +1,1 @@
+ByJFFFFF»>IFF¾I¿FF

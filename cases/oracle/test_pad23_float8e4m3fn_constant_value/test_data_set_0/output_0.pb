@@ -1,0 +1,1 @@
+ByJDDDDDJ¿…DDJ6¿DD

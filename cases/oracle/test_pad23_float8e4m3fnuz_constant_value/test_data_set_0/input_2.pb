@@ -1,0 +1,1 @@
+BvalueJL

@@ -1,0 +1,1 @@
+ByJBBBBB@GÅBBÂE>BB

@@ -1,0 +1,1 @@
+ByJDDDDD¨Ã¼DDQÂ;DD

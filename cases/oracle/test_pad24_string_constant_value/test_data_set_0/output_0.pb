@@ -1,0 +1,1 @@
+2pad2pad2pad2pad2pad2bc2a2g h2pad2pad2def2bc2g h2pad2padBy

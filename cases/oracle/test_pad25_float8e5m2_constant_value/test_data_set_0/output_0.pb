@@ -1,0 +1,1 @@
+ByJBBBBB¼G»BBÃ4ÃBB

@@ -1,0 +1,1 @@
+2bc2bc2bc2def2def2bcBx

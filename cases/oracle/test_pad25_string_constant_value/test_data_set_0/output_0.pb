@@ -1,0 +1,1 @@
+2pad2pad2pad2pad2pad2bc2bc2bc2pad2pad2def2def2bc2pad2padBy

@@ -1,0 +1,251 @@
+# Generates cases whose expected outputs come from an independent oracle
+# (numpy, ml_dtypes), covering what the official cases do not: every
+# version of each covered operator, every element type of its constraint,
+# and the edge cases the spec describes.
+#
+# Arguments: <out> <json config> with {"seed": N}. Writes <out>/oracle/<case>/.
+# Run by `cargo xtask fetch-cases` in its pinned virtual environment.
+
+import json
+import os
+import sys
+
+import ml_dtypes
+import numpy as np
+
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+PAD_VERSIONS = [1, 2, 11, 13, 18, 19, 21, 23, 24, 25]
+
+# numpy dtype per ONNX type name.
+NP = {
+    "float": np.float32,
+    "double": np.float64,
+    "float16": np.float16,
+    "bfloat16": ml_dtypes.bfloat16,
+    "int8": np.int8,
+    "int16": np.int16,
+    "int32": np.int32,
+    "int64": np.int64,
+    "uint8": np.uint8,
+    "uint16": np.uint16,
+    "uint32": np.uint32,
+    "uint64": np.uint64,
+    "bool": np.bool_,
+    "string": np.object_,
+    "complex64": np.complex64,
+    "complex128": np.complex128,
+    "float8e4m3fn": ml_dtypes.float8_e4m3fn,
+    "float8e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
+    "float8e5m2": ml_dtypes.float8_e5m2,
+    "float8e5m2fnuz": ml_dtypes.float8_e5m2fnuz,
+    "uint4": ml_dtypes.uint4,
+    "int4": ml_dtypes.int4,
+    "float4e2m1": ml_dtypes.float4_e2m1fn,
+    "float8e8m0": ml_dtypes.float8_e8m0fnu,
+    "uint2": ml_dtypes.uint2,
+    "int2": ml_dtypes.int2,
+}
+
+
+def pad_types(version):
+    types = ["float16", "float", "double"]
+    if version >= 11:
+        types += ["uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64"]
+    if version >= 13:
+        types += ["bfloat16", "string", "bool", "complex64", "complex128"]
+    if version >= 21:
+        types += ["float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "uint4", "int4"]
+    if version >= 23:
+        types += ["float4e2m1"]
+    if version >= 24:
+        types += ["float8e8m0"]
+    if version >= 25:
+        types += ["uint2", "int2"]
+    return types
+
+
+def random_data(rng, shape, type_name):
+    n = int(np.prod(shape)) if shape else 1
+    if type_name == "string":
+        words = np.array(["a", "bc", "", "def", "g h"], dtype=object)
+        return words[rng.integers(0, len(words), n)].reshape(shape)
+    if type_name == "bool":
+        return (rng.integers(0, 2, n) == 1).reshape(shape)
+    if type_name.startswith("complex"):
+        v = rng.standard_normal(n) + 1j * rng.standard_normal(n)
+        return v.astype(NP[type_name]).reshape(shape)
+    if type_name in ("uint2",):
+        return rng.integers(0, 4, n).astype(NP[type_name]).reshape(shape)
+    if type_name in ("int2",):
+        return rng.integers(-2, 2, n).astype(NP[type_name]).reshape(shape)
+    if type_name in ("uint4",):
+        return rng.integers(0, 16, n).astype(NP[type_name]).reshape(shape)
+    if type_name in ("int4",):
+        return rng.integers(-8, 8, n).astype(NP[type_name]).reshape(shape)
+    if type_name.startswith("uint") or type_name.startswith("int"):
+        return rng.integers(0, 100, n).astype(NP[type_name]).reshape(shape)
+    if type_name == "float8e8m0":
+        return (2.0 ** rng.integers(-4, 5, n)).astype(NP[type_name]).reshape(shape)
+    return (rng.standard_normal(n) * 3).astype(NP[type_name]).reshape(shape)
+
+
+def pad_value(type_name, rng):
+    if type_name == "string":
+        return np.array("pad", dtype=object)
+    if type_name == "bool":
+        return np.array(True)
+    if type_name.startswith("complex"):
+        return np.array(1.5 - 2j, dtype=NP[type_name])
+    if type_name in ("uint2", "int2"):
+        return np.array(1, dtype=NP[type_name])
+    if type_name == "float8e8m0":
+        return np.array(8.0, dtype=NP[type_name])
+    return np.array(3, dtype=NP[type_name])
+
+
+def oracle_pad(x, pads_begin, pads_end, mode, value):
+    """Crop by negative pads, then numpy.pad by positive ones."""
+    slices = []
+    for axis, (b, e) in enumerate(zip(pads_begin, pads_end)):
+        n = x.shape[axis]
+        start = -b if b < 0 else 0
+        stop = n + e if e < 0 else n
+        slices.append(slice(start, stop))
+    x = x[tuple(slices)]
+    width = [(max(b, 0), max(e, 0)) for b, e in zip(pads_begin, pads_end)]
+    if mode == "constant":
+        if x.dtype == object:
+            out = np.full(
+                tuple(s + b + e for s, (b, e) in zip(x.shape, width)), value, dtype=object
+            )
+            out[tuple(slice(b, b + s) for s, (b, _) in zip(x.shape, width))] = x
+            return out
+        return np.pad(x, width, mode="constant", constant_values=value)
+    if x.dtype == object:
+        idx = np.pad(np.arange(x.size).reshape(x.shape), width, mode=mode)
+        return x.reshape(-1)[idx]
+    return np.pad(x, width, mode=mode)
+
+
+def tensor(value, name, type_name):
+    if type_name == "string":
+        t = helper.make_tensor(
+            name,
+            TensorProto.STRING,
+            list(value.shape),
+            [s.encode() for s in value.reshape(-1)],
+        )
+        return t
+    return numpy_helper.from_array(np.asarray(value), name)
+
+
+def write_case(root, name, graph_nodes, inputs, outputs, opset):
+    """inputs/outputs: lists of (name, value, type_name)."""
+    graph = helper.make_graph(
+        graph_nodes,
+        name,
+        [
+            helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(np.dtype(NP[t])) if t != "string" else TensorProto.STRING, list(v.shape))
+            for n, v, t in inputs
+        ],
+        [
+            helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(np.dtype(NP[t])) if t != "string" else TensorProto.STRING, list(v.shape))
+            for n, v, t in outputs
+        ],
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_operatorsetid("", opset)],
+        producer_name="onnx-conformance-oracle",
+    )
+    model.ir_version = 10 if opset <= 21 else 11
+    case_dir = os.path.join(root, name)
+    ds = os.path.join(case_dir, "test_data_set_0")
+    os.makedirs(ds)
+    with open(os.path.join(case_dir, "model.onnx"), "wb") as f:
+        f.write(model.SerializeToString())
+    for kind, items in (("input", inputs), ("output", outputs)):
+        for j, (n, v, t) in enumerate(items):
+            with open(os.path.join(ds, f"{kind}_{j}.pb"), "wb") as f:
+                f.write(tensor(v, n, t).SerializeToString())
+
+
+def pad_case(root, rng, version, type_name, shape, pads_begin, pads_end, mode, with_value, axes, tag):
+    x = random_data(rng, shape, type_name)
+    value = pad_value(type_name, rng) if with_value else None
+    rank = len(shape)
+    full_b = [0] * rank
+    full_e = [0] * rank
+    used_axes = list(range(rank)) if axes is None else [a % rank for a in axes]
+    for i, a in enumerate(used_axes):
+        full_b[a] = pads_begin[i]
+        full_e[a] = pads_end[i]
+    if value is not None:
+        fill = value
+    elif type_name == "string":
+        fill = ""
+    elif type_name == "bool":
+        fill = False
+    else:
+        fill = np.array(0, dtype=NP[type_name])
+    y = oracle_pad(x, full_b, full_e, mode, fill)
+    name = f"test_pad{version}_{type_name}_{mode}_{tag}"
+    if version < 11:
+        attrs = {"mode": mode, ("paddings" if version == 1 else "pads"): list(pads_begin) + list(pads_end)}
+        if with_value:
+            attrs["value"] = float(value)
+        node = helper.make_node("Pad", ["x"], ["y"], **attrs)
+        write_case(root, name, [node], [("x", x, type_name)], [("y", y, type_name)], version)
+        return
+    pads = np.array(list(pads_begin) + list(pads_end), dtype=np.int64)
+    ins = [("x", x, type_name), ("pads", pads, "int64")]
+    names = ["x", "pads"]
+    if with_value:
+        ins.append(("value", value, type_name))
+        names.append("value")
+    if axes is not None:
+        if not with_value:
+            names.append("")
+        ins.append(("axes", np.array(axes, dtype=np.int64), "int64"))
+        names.append("axes")
+    node = helper.make_node("Pad", names, ["y"], mode=mode)
+    write_case(root, name, [node], ins, [("y", y, type_name)], version)
+
+
+def pad_cases(root, rng):
+    for version in PAD_VERSIONS:
+        modes = ["constant", "reflect", "edge"] + (["wrap"] if version >= 19 else [])
+        # Every element type of the version's constraint, constant and edge.
+        for t in pad_types(version):
+            pad_case(root, rng, version, t, (2, 3), [1, 0], [0, 2], "constant", True, None, "value")
+            pad_case(root, rng, version, t, (3, 2), [0, 2], [1, 1], "edge", False, None, "basic")
+        # Every mode on float and on a 4-D tensor.
+        for mode in modes:
+            pad_case(root, rng, version, "float", (1, 2, 3, 4), [0, 1, 2, 1], [0, 0, 1, 3], mode, False, None, "4d")
+            # Pads at and beyond the axis length (reflect repeats, numpy-style).
+            pad_case(root, rng, version, "float", (2, 3), [0, 5], [1, 4], mode, False, None, "beyond")
+            pad_case(root, rng, version, "float", (4, 1), [0, 3], [0, 2], mode, False, None, "length1")
+            # Negative pads crop before padding; mixed signs on one axis.
+            pad_case(root, rng, version, "float", (4, 5), [-1, 2], [1, -2], mode, False, None, "negative")
+        # Constant mode on a size-0 axis, and without constant_value.
+        pad_case(root, rng, version, "float", (0, 3), [1, 0], [1, 1], "constant", False, None, "empty_axis")
+        pad_case(root, rng, version, "double", (3,), [2], [3], "constant", False, None, "default_value")
+        if version >= 18:
+            pad_case(root, rng, version, "float", (2, 3, 4), [1, 2], [2, 0], "constant", True, [0, -1], "axes")
+            pad_case(root, rng, version, "int32", (2, 3, 4), [2], [1], "reflect", False, [-2], "axes_no_value")
+
+
+def main():
+    out = sys.argv[1]
+    config = json.loads(sys.argv[2])
+    rng = np.random.default_rng(config["seed"])
+    root = os.path.join(out, "oracle")
+    os.makedirs(root)
+    pad_cases(root, rng)
+    print(json.dumps({"onnx_version": onnx.__version__}))
+
+
+if __name__ == "__main__":
+    main()
