@@ -39,7 +39,9 @@ fn official(name: &str) -> PathBuf {
 #[test]
 fn zero_cases_is_an_error_naming_the_folder() {
     let root = scratch("empty");
-    let e = discover::discover(std::slice::from_ref(&root)).unwrap_err().to_string();
+    let e = discover::discover(std::slice::from_ref(&root))
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains(&root.display().to_string()) && e.contains("no cases found"),
         "{e}"
@@ -73,7 +75,9 @@ fn garbage_model_and_tensor_files_name_the_case() {
     let dir = root.join("src/test_edge_pad");
     copy_case(&official("test_edge_pad"), &dir);
     let target = root.join("target");
-    let case = discover::discover(std::slice::from_ref(&root)).unwrap().remove(0);
+    let case = discover::discover(std::slice::from_ref(&root))
+        .unwrap()
+        .remove(0);
     assert!(run_case::check(&case, 0, &Ours::default(), &target).is_ok());
 
     let good = std::fs::read(dir.join("model.onnx")).unwrap();
@@ -111,7 +115,9 @@ fn a_wrong_expected_output_fails_with_a_report_and_artifacts() {
     )
     .unwrap();
     let target = root.join("target");
-    let case = discover::discover(std::slice::from_ref(&root)).unwrap().remove(0);
+    let case = discover::discover(std::slice::from_ref(&root))
+        .unwrap()
+        .remove(0);
     let e = format!(
         "{:#}",
         run_case::check(&case, 0, &Ours::default(), &target).unwrap_err()

@@ -1,5 +1,6 @@
 //! `cargo xtask <command>`: project automation, one file per command.
 
+mod bench;
 mod fetch_cases;
 mod python;
 
@@ -21,6 +22,8 @@ struct Cli {
 enum Cmd {
     /// Write the official ONNX backend test cases for the covered operators into cases/.
     FetchCases(fetch_cases::Args),
+    /// Measure kernel throughput next to references run in the same process or run.
+    Bench(bench::Args),
 }
 
 /// The workspace root (the xtask crate lives in `<root>/xtask`).
@@ -38,5 +41,6 @@ pub fn target_dir() -> PathBuf {
 fn main() -> Result<()> {
     match Cli::parse().command {
         Cmd::FetchCases(args) => fetch_cases::run(args),
+        Cmd::Bench(args) => bench::run(args),
     }
 }
