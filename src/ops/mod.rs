@@ -5,6 +5,7 @@
 //! runs the greatest registered `since_version` not above `o`, and the kernel
 //! receives that version so it can apply the version's rules.
 
+pub mod conv;
 pub mod pad;
 
 use crate::error::KernelError;
@@ -47,12 +48,20 @@ pub struct OpEntry {
 
 /// Every operator this library implements.
 pub fn registry() -> &'static [OpEntry] {
-    static ENTRIES: &[OpEntry] = &[OpEntry {
-        domain: "",
-        op_type: "Pad",
-        versions: &pad::VERSIONS,
-        kernel: pad::run,
-    }];
+    static ENTRIES: &[OpEntry] = &[
+        OpEntry {
+            domain: "",
+            op_type: "Pad",
+            versions: &pad::VERSIONS,
+            kernel: pad::run,
+        },
+        OpEntry {
+            domain: "",
+            op_type: "Conv",
+            versions: &conv::VERSIONS,
+            kernel: conv::run,
+        },
+    ];
     ENTRIES
 }
 

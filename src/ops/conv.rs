@@ -1,0 +1,1153 @@
+//! Conv, versions 1, 11 and 22.
+//!
+//! Numerical contract:
+//! - float32 computes and accumulates in f32, float64 in f64;
+//! - float16 and bfloat16 are widened to f32, computed and accumulated in
+//!   f32, and rounded once (to nearest even) when the output is written;
+//! - the summation order is the GEMM's (blocked along the reduction axis), so
+//!   results differ from a sequential sum by normal rounding only; NaN and
+//!   infinities propagate as IEEE arithmetic says.
+//!
+//! Paths: a direct kernel for depthwise 2-D convolution, a plain GEMM for
+//! 1x1 kernels without padding or striding, and im2col plus GEMM (the `gemm`
+//! crate) in column tiles otherwise. The im2col buffer holds at most
+//! `TILE_BYTES` per worker, whatever the input size. Work is spread over the
+//! rayon pool (both cores on this machine).
+//!
+//! `auto_pad` SAME_UPPER / SAME_LOWER give an output of `ceil(in / stride)`
+//! per axis in every version; Conv-1's text ("output size matches input
+//! size") says the same for stride 1, and runtimes apply the later formula.
+
+use super::{check_type, KernelCtx, OpOutput};
+use crate::error::KernelError;
+use crate::tensor::{DataType, Storage, Tensor};
+use half::{bf16, f16};
+use ndarray::{ArrayD, IxDyn};
+use rayon::prelude::*;
+
+/// The versions at which Conv changed.
+pub const VERSIONS: [i64; 3] = [1, 11, 22];
+
+/// Bytes of im2col buffer per worker.
+const TILE_BYTES: usize = 1 << 20;
+
+pub fn allowed_types(version: i64) -> Vec<DataType> {
+    let mut t = vec![DataType::Float16, DataType::Float, DataType::Double];
+    if version >= 22 {
+        t.push(DataType::Bfloat16);
+    }
+    t
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AutoPad {
+    NotSet,
+    SameUpper,
+    SameLower,
+    Valid,
+}
+
+/// Conv's attributes as written on the node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConvAttrs {
+    pub auto_pad: AutoPad,
+    pub kernel_shape: Option<Vec<i64>>,
+    pub strides: Option<Vec<i64>>,
+    pub dilations: Option<Vec<i64>>,
+    pub pads: Option<Vec<i64>>,
+    pub group: i64,
+}
+
+impl Default for ConvAttrs {
+    fn default() -> Self {
+        ConvAttrs {
+            auto_pad: AutoPad::NotSet,
+            kernel_shape: None,
+            strides: None,
+            dilations: None,
+            pads: None,
+            group: 1,
+        }
+    }
+}
+
+impl ConvAttrs {
+    pub fn from_ctx(ctx: &KernelCtx) -> Result<ConvAttrs, KernelError> {
+        let auto_pad =
+            match ctx.string_attr("auto_pad")?.unwrap_or("NOTSET") {
+                "NOTSET" => AutoPad::NotSet,
+                "SAME_UPPER" => AutoPad::SameUpper,
+                "SAME_LOWER" => AutoPad::SameLower,
+                "VALID" => AutoPad::Valid,
+                other => return Err(KernelError::attribute(
+                    "auto_pad",
+                    format!(
+                        "unknown value '{other}'; expected NOTSET, SAME_UPPER, SAME_LOWER or VALID"
+                    ),
+                )),
+            };
+        Ok(ConvAttrs {
+            auto_pad,
+            kernel_shape: ctx.ints_attr("kernel_shape")?.map(<[i64]>::to_vec),
+            strides: ctx.ints_attr("strides")?.map(<[i64]>::to_vec),
+            dilations: ctx.ints_attr("dilations")?.map(<[i64]>::to_vec),
+            pads: ctx.ints_attr("pads")?.map(<[i64]>::to_vec),
+            group: ctx.int_attr("group")?.unwrap_or(1),
+        })
+    }
+}
+
+/// Everything the kernels need, validated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    pub batch: usize,
+    pub in_channels: usize,
+    pub out_channels: usize,
+    pub group: usize,
+    pub in_spatial: Vec<usize>,
+    pub kernel: Vec<usize>,
+    pub strides: Vec<usize>,
+    pub dilations: Vec<usize>,
+    pub pads_begin: Vec<usize>,
+    pub pads_end: Vec<usize>,
+    pub out_spatial: Vec<usize>,
+}
+
+impl Geometry {
+    pub fn out_shape(&self) -> Vec<usize> {
+        let mut s = vec![self.batch, self.out_channels];
+        s.extend(&self.out_spatial);
+        s
+    }
+
+    fn in_size(&self) -> usize {
+        self.in_spatial.iter().product()
+    }
+
+    fn out_size(&self) -> usize {
+        self.out_spatial.iter().product()
+    }
+
+    fn kernel_size(&self) -> usize {
+        self.kernel.iter().product()
+    }
+
+    /// Multiply-adds of the whole convolution (for GFLOP/s figures: x2).
+    pub fn macs(&self) -> u64 {
+        (self.batch * self.out_channels * self.out_size()) as u64
+            * (self.in_channels / self.group * self.kernel_size()) as u64
+    }
+}
+
+fn per_axis(
+    name: &str,
+    v: &Option<Vec<i64>>,
+    k: usize,
+    default: i64,
+) -> Result<Vec<usize>, KernelError> {
+    match v {
+        None => Ok(vec![default as usize; k]),
+        Some(v) => {
+            if v.len() != k {
+                return Err(KernelError::attribute(
+                    name,
+                    format!(
+                        "expected {k} values (one per spatial axis), got {}",
+                        v.len()
+                    ),
+                ));
+            }
+            v.iter()
+                .map(|&s| {
+                    if s < 1 {
+                        Err(KernelError::attribute(
+                            name,
+                            format!("values must be at least 1, got {v:?}"),
+                        ))
+                    } else {
+                        Ok(s as usize)
+                    }
+                })
+                .collect()
+        }
+    }
+}
+
+/// Validates shapes and attributes and computes the output geometry.
+pub fn geometry(
+    a: &ConvAttrs,
+    x: &[usize],
+    w: &[usize],
+    bias: Option<&[usize]>,
+) -> Result<Geometry, KernelError> {
+    if x.len() < 3 {
+        return Err(KernelError::input(
+            "X",
+            format!("expected rank 3 or more (N, C, spatial...), got shape {x:?}"),
+        ));
+    }
+    if w.len() != x.len() {
+        return Err(KernelError::input(
+            "W",
+            format!("expected the rank of X ({}), got shape {w:?}", x.len()),
+        ));
+    }
+    let k = x.len() - 2;
+    if a.group < 1 {
+        return Err(KernelError::attribute(
+            "group",
+            format!("must be at least 1, got {}", a.group),
+        ));
+    }
+    let group = a.group as usize;
+    let (m, cg) = (w[0], w[1]);
+    if x[1] != cg * group {
+        return Err(KernelError::input(
+            "W",
+            format!(
+                "X has {} channels but W.shape[1] * group = {cg} * {group} = {}",
+                x[1],
+                cg * group
+            ),
+        ));
+    }
+    if m % group != 0 {
+        return Err(KernelError::input(
+            "W",
+            format!("{m} output channels (W.shape[0]) are not divisible by group {group}"),
+        ));
+    }
+    if let Some(b) = bias {
+        if b != [m] {
+            return Err(KernelError::input(
+                "B",
+                format!("expected shape [{m}] (one per output channel), got {b:?}"),
+            ));
+        }
+    }
+    let kernel: Vec<usize> = w[2..].to_vec();
+    if let Some(ks) = &a.kernel_shape {
+        if ks.len() != k || ks.iter().zip(&kernel).any(|(&a, &b)| a != b as i64) {
+            return Err(KernelError::attribute(
+                "kernel_shape",
+                format!("{ks:?} contradicts W's spatial shape {kernel:?}"),
+            ));
+        }
+    }
+    if kernel.contains(&0) {
+        return Err(KernelError::input(
+            "W",
+            format!("kernel has an empty axis: shape {w:?}"),
+        ));
+    }
+    let strides = per_axis("strides", &a.strides, k, 1)?;
+    let dilations = per_axis("dilations", &a.dilations, k, 1)?;
+    let in_spatial: Vec<usize> = x[2..].to_vec();
+    let (mut pads_begin, mut pads_end) = (vec![0usize; k], vec![0usize; k]);
+    if let Some(p) = &a.pads {
+        if a.auto_pad != AutoPad::NotSet {
+            return Err(KernelError::attribute(
+                "pads",
+                format!(
+                    "cannot be combined with auto_pad {:?}; use one or the other",
+                    a.auto_pad
+                ),
+            ));
+        }
+        if p.len() != 2 * k {
+            return Err(KernelError::attribute(
+                "pads",
+                format!(
+                    "expected {} values (begin and end per spatial axis), got {}",
+                    2 * k,
+                    p.len()
+                ),
+            ));
+        }
+        if p.iter().any(|&v| v < 0) {
+            return Err(KernelError::attribute(
+                "pads",
+                format!("values must not be negative, got {p:?}"),
+            ));
+        }
+        for i in 0..k {
+            pads_begin[i] = p[i] as usize;
+            pads_end[i] = p[i + k] as usize;
+        }
+    }
+    let mut out_spatial = Vec::with_capacity(k);
+    for i in 0..k {
+        let (n, s, d) = (
+            in_spatial[i] as i128,
+            strides[i] as i128,
+            dilations[i] as i128,
+        );
+        let span = d * (kernel[i] as i128 - 1) + 1;
+        let out = match a.auto_pad {
+            AutoPad::SameUpper | AutoPad::SameLower => {
+                let out = (n + s - 1) / s;
+                let total = ((out - 1) * s + span - n).max(0);
+                let small = total / 2;
+                let (b, e) = if a.auto_pad == AutoPad::SameUpper {
+                    (small, total - small)
+                } else {
+                    (total - small, small)
+                };
+                pads_begin[i] = b as usize;
+                pads_end[i] = e as usize;
+                out
+            }
+            _ => {
+                let padded = n + pads_begin[i] as i128 + pads_end[i] as i128;
+                if padded < span {
+                    -1
+                } else {
+                    (padded - span) / s + 1
+                }
+            }
+        };
+        if out < 1 {
+            return Err(KernelError::Invalid(format!(
+                "spatial axis {i}: input {n} with pads ({}, {}) is smaller than the dilated kernel ({span}); the output would be empty",
+                pads_begin[i], pads_end[i]
+            )));
+        }
+        out_spatial.push(out as usize);
+    }
+    Ok(Geometry {
+        batch: x[0],
+        in_channels: x[1],
+        out_channels: m,
+        group,
+        in_spatial,
+        kernel,
+        strides,
+        dilations,
+        pads_begin,
+        pads_end,
+        out_spatial,
+    })
+}
+
+pub fn run(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
+    let v = ctx.version;
+    if inputs.len() > 3 {
+        return Err(KernelError::Invalid(format!(
+            "Conv takes at most 3 inputs, got {}",
+            inputs.len()
+        )));
+    }
+    let x = ctx.required_input(inputs, 0, "X")?;
+    let w = ctx.required_input(inputs, 1, "W")?;
+    let b = inputs.get(2).copied().flatten();
+    let allowed = allowed_types(v);
+    check_type("X", x.dtype(), &allowed)?;
+    for (name, t) in [("W", Some(w)), ("B", b)] {
+        if let Some(t) = t {
+            if t.dtype() != x.dtype() {
+                return Err(KernelError::input(
+                    name,
+                    format!(
+                        "expected the element type of X ({}), got {}",
+                        x.dtype(),
+                        t.dtype()
+                    ),
+                ));
+            }
+        }
+    }
+    let attrs = ConvAttrs::from_ctx(ctx)?;
+    let g = geometry(&attrs, x.shape(), w.shape(), b.map(|t| t.shape()))?;
+    let out_len: u128 = g.out_shape().iter().map(|&d| d as u128).product();
+    if out_len > ctx.limits.max_output_elements as u128 {
+        return Err(KernelError::TooLarge {
+            elements: out_len,
+            limit: ctx.limits.max_output_elements,
+        });
+    }
+    let shape = IxDyn(&g.out_shape());
+    let wrap = |s: Storage| Tensor::new(x.dtype(), s).map_err(KernelError::Invalid);
+    let out = match (x.storage(), w.storage()) {
+        (Storage::F32(xa), Storage::F32(wa)) => {
+            let bias = b
+                .and_then(|t| t.array::<f32>())
+                .map(|a| a.iter().copied().collect::<Vec<_>>());
+            let y = conv(&g, slice(xa)?, slice(wa)?, bias.as_deref());
+            wrap(Storage::F32(reshape(y, shape)?))?
+        }
+        (Storage::F64(xa), Storage::F64(wa)) => {
+            let bias = b
+                .and_then(|t| t.array::<f64>())
+                .map(|a| a.iter().copied().collect::<Vec<_>>());
+            let y = conv(&g, slice(xa)?, slice(wa)?, bias.as_deref());
+            wrap(Storage::F64(reshape(y, shape)?))?
+        }
+        (Storage::F16(xa), Storage::F16(wa)) => {
+            let widen = |a: &ArrayD<f16>| a.iter().map(|v| v.to_f32()).collect::<Vec<_>>();
+            let bias = b.and_then(|t| t.array::<f16>()).map(widen);
+            let y = conv(&g, &widen(xa), &widen(wa), bias.as_deref());
+            wrap(Storage::F16(reshape(
+                y.into_iter().map(f16::from_f32).collect(),
+                shape,
+            )?))?
+        }
+        (Storage::BF16(xa), Storage::BF16(wa)) => {
+            let widen = |a: &ArrayD<bf16>| a.iter().map(|v| v.to_f32()).collect::<Vec<_>>();
+            let bias = b.and_then(|t| t.array::<bf16>()).map(widen);
+            let y = conv(&g, &widen(xa), &widen(wa), bias.as_deref());
+            wrap(Storage::BF16(reshape(
+                y.into_iter().map(bf16::from_f32).collect(),
+                shape,
+            )?))?
+        }
+        _ => return Err(KernelError::input("W", "element type differs from X")),
+    };
+    Ok(vec![out])
+}
+
+fn slice<T>(a: &ArrayD<T>) -> Result<&[T], KernelError> {
+    a.as_slice()
+        .ok_or_else(|| KernelError::Invalid("internal: tensor is not contiguous".into()))
+}
+
+fn reshape<T>(v: Vec<T>, shape: IxDyn) -> Result<ArrayD<T>, KernelError> {
+    ArrayD::from_shape_vec(shape, v).map_err(|e| KernelError::Invalid(format!("internal: {e}")))
+}
+
+/// The element types the compute paths run in.
+pub trait Real:
+    Copy
+    + Send
+    + Sync
+    + Default
+    + PartialEq
+    + 'static
+    + std::ops::Add<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::AddAssign
+{
+    const ZERO: Self;
+    const ONE: Self;
+}
+
+impl Real for f32 {
+    const ZERO: f32 = 0.0;
+    const ONE: f32 = 1.0;
+}
+
+impl Real for f64 {
+    const ZERO: f64 = 0.0;
+    const ONE: f64 = 1.0;
+}
+
+/// A raw pointer that may cross threads; every user writes a disjoint region.
+#[derive(Clone, Copy)]
+struct SendPtr<T>(*mut T);
+unsafe impl<T> Send for SendPtr<T> {}
+unsafe impl<T> Sync for SendPtr<T> {}
+
+impl<T> SendPtr<T> {
+    // A method (not field access) so closures capture the whole wrapper.
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+/// Computes the convolution for a validated geometry. `x`, `w` and `bias`
+/// are row-major buffers of the shapes `g` was built from.
+pub fn conv<T: Real>(g: &Geometry, x: &[T], w: &[T], bias: Option<&[T]>) -> Vec<T> {
+    let os = g.out_size();
+    let mut y = vec![T::ZERO; g.batch * g.out_channels * os];
+    if os == 0 || g.batch == 0 || g.out_channels == 0 {
+        return y;
+    }
+    if let Some(b) = bias {
+        for (i, plane) in y.chunks_mut(os).enumerate() {
+            plane.fill(b[i % g.out_channels]);
+        }
+    }
+    let cg = g.in_channels / g.group;
+    let mg = g.out_channels / g.group;
+    if g.in_spatial.len() == 2 && cg == 1 && mg <= 4 && g.group > 1 {
+        depthwise_2d(g, x, w, &mut y);
+    } else if g.kernel.iter().all(|&k| k == 1)
+        && g.strides.iter().all(|&s| s == 1)
+        && g.pads_begin.iter().chain(&g.pads_end).all(|&p| p == 0)
+    {
+        pointwise(g, x, w, &mut y);
+    } else {
+        im2col_gemm(g, x, w, &mut y);
+    }
+    y
+}
+
+fn threads() -> usize {
+    rayon::current_num_threads().max(1)
+}
+
+/// `dst[m x n] += lhs[m x k] * rhs[k x n]`, all row-major with the given row strides.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_acc<T: Real>(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: *mut T,
+    dst_rs: usize,
+    lhs: *const T,
+    lhs_rs: usize,
+    rhs: *const T,
+    rhs_rs: usize,
+    par: usize,
+) {
+    let parallelism = if par > 1 {
+        gemm::Parallelism::Rayon(par)
+    } else {
+        gemm::Parallelism::None
+    };
+    gemm::gemm(
+        m,
+        n,
+        k,
+        dst,
+        1,
+        dst_rs as isize,
+        true,
+        lhs,
+        1,
+        lhs_rs as isize,
+        rhs,
+        1,
+        rhs_rs as isize,
+        T::ONE,
+        T::ONE,
+        false,
+        false,
+        false,
+        parallelism,
+    );
+}
+
+/// 1x1 kernels, stride 1, no padding: Y[n, g] += W[g] x X[n, g] directly.
+fn pointwise<T: Real>(g: &Geometry, x: &[T], w: &[T], y: &mut [T]) {
+    let s = g.in_size();
+    let (cg, mg) = (g.in_channels / g.group, g.out_channels / g.group);
+    let jobs = g.batch * g.group;
+    let par = if jobs >= threads() { 1 } else { threads() };
+    let yp = SendPtr(y.as_mut_ptr());
+    (0..jobs).into_par_iter().with_max_len(1).for_each(|job| {
+        let (n, gi) = (job / g.group, job % g.group);
+        let xo = (n * g.in_channels + gi * cg) * s;
+        let yo = (n * g.out_channels + gi * mg) * s;
+        let wo = gi * mg * cg;
+        // SAFETY: each job writes its own rows of Y; X and W are only read,
+        // and all offsets stay inside the buffers sized from `g`.
+        unsafe {
+            gemm_acc(
+                mg,
+                s,
+                cg,
+                yp.get().add(yo),
+                s,
+                w.as_ptr().add(wo),
+                cg,
+                x.as_ptr().add(xo),
+                s,
+                par,
+            )
+        };
+    });
+}
+
+/// im2col in column tiles, each followed by a GEMM into the matching columns of Y.
+fn im2col_gemm<T: Real>(g: &Geometry, x: &[T], w: &[T], y: &mut [T]) {
+    let os = g.out_size();
+    let (cg, mg) = (g.in_channels / g.group, g.out_channels / g.group);
+    let kdim = cg * g.kernel_size();
+    let tile = (TILE_BYTES / std::mem::size_of::<T>() / kdim.max(1)).clamp(16, os.max(16));
+    let tiles = os.div_ceil(tile);
+    let jobs = g.batch * g.group * tiles;
+    let par = if jobs >= threads() { 1 } else { threads() };
+    let yp = SendPtr(y.as_mut_ptr());
+    (0..jobs).into_par_iter().with_max_len(1).for_each_init(
+        || vec![T::ZERO; kdim * tile],
+        |col, job| {
+            let t = job % tiles;
+            let gi = (job / tiles) % g.group;
+            let n = job / tiles / g.group;
+            let (j0, j1) = (t * tile, ((t + 1) * tile).min(os));
+            let width = j1 - j0;
+            let xo = (n * g.in_channels + gi * cg) * g.in_size();
+            im2col(
+                g,
+                &x[xo..xo + cg * g.in_size()],
+                cg,
+                j0,
+                j1,
+                &mut col[..kdim * width],
+            );
+            let yo = (n * g.out_channels + gi * mg) * os + j0;
+                // SAFETY: job (n, gi, t) writes rows gi*mg..(gi+1)*mg of image n,
+            // columns j0..j1 only: disjoint from every other job.
+            unsafe {
+                gemm_acc(
+                    mg,
+                    width,
+                    kdim,
+                    yp.get().add(yo),
+                    os,
+                    w.as_ptr().add(gi * mg * kdim),
+                    kdim,
+                    col.as_ptr(),
+                    width,
+                    par,
+                )
+            };
+        },
+    );
+}
+
+/// Fills `col` (kdim rows x (j1 - j0) columns) with the input values each
+/// output position j0..j1 multiplies with each kernel tap, zero where the
+/// tap falls in the padding.
+fn im2col<T: Real>(g: &Geometry, x: &[T], cg: usize, j0: usize, j1: usize, col: &mut [T]) {
+    let rank = g.in_spatial.len();
+    let width = j1 - j0;
+    // 1-D and 2-D share the 2-D code with a unit leading axis.
+    let (ih, iw, kh, kw, sh, sw, dh, dw, ph, pw, ow) = match rank {
+        1 => (
+            1,
+            g.in_spatial[0],
+            1,
+            g.kernel[0],
+            1,
+            g.strides[0],
+            1,
+            g.dilations[0],
+            0,
+            g.pads_begin[0],
+            g.out_spatial[0],
+        ),
+        2 => (
+            g.in_spatial[0],
+            g.in_spatial[1],
+            g.kernel[0],
+            g.kernel[1],
+            g.strides[0],
+            g.strides[1],
+            g.dilations[0],
+            g.dilations[1],
+            g.pads_begin[0],
+            g.pads_begin[1],
+            g.out_spatial[1],
+        ),
+        _ => return im2col_nd(g, x, cg, j0, j1, col),
+    };
+    let plane = ih * iw;
+    let mut row = 0;
+    for c in 0..cg {
+        let xc = &x[c * plane..(c + 1) * plane];
+        for ky in 0..kh {
+            for kx in 0..kw {
+                let dst = &mut col[row * width..(row + 1) * width];
+                row += 1;
+                let off_x = (kx * dw) as isize - pw as isize;
+                // Output columns whose input column falls inside the image.
+                let lo = if off_x >= 0 {
+                    0
+                } else {
+                    ((-off_x) as usize).div_ceil(sw)
+                };
+                let hi = if (iw as isize - off_x) <= 0 {
+                    0
+                } else {
+                    ((iw as isize - off_x - 1) as usize) / sw + 1
+                };
+                let (lo, hi) = (lo.min(ow), hi.min(ow));
+                let mut j = j0;
+                while j < j1 {
+                    let (oy, ox0) = (j / ow, j % ow);
+                    let ox1 = ow.min(ox0 + (j1 - j));
+                    let d = &mut dst[j - j0..j - j0 + (ox1 - ox0)];
+                    let iy = (oy * sh + ky * dh) as isize - ph as isize;
+                    if iy < 0 || iy >= ih as isize {
+                        d.fill(T::ZERO);
+                    } else {
+                        let src = &xc[iy as usize * iw..(iy as usize + 1) * iw];
+                        let (a, b) = (
+                            lo.clamp(ox0, ox1),
+                            hi.clamp(ox0, ox1).max(lo.clamp(ox0, ox1)),
+                        );
+                        d[..a - ox0].fill(T::ZERO);
+                        d[b - ox0..].fill(T::ZERO);
+                        if a == b {
+                            j += ox1 - ox0;
+                            continue;
+                        }
+                        let start = (a as isize * sw as isize + off_x) as usize;
+                        let seg = &mut d[a - ox0..b - ox0];
+                        if sw == 1 {
+                            seg.copy_from_slice(&src[start..start + seg.len()]);
+                        } else {
+                            for (i, v) in seg.iter_mut().enumerate() {
+                                *v = src[start + i * sw];
+                            }
+                        }
+                    }
+                    j += ox1 - ox0;
+                }
+            }
+        }
+    }
+}
+
+/// im2col for any spatial rank (3-D and beyond), one element at a time.
+fn im2col_nd<T: Real>(g: &Geometry, x: &[T], cg: usize, j0: usize, j1: usize, col: &mut [T]) {
+    let rank = g.in_spatial.len();
+    let width = j1 - j0;
+    let in_size = g.in_size();
+    let mut in_strides = vec![1usize; rank];
+    for a in (0..rank - 1).rev() {
+        in_strides[a] = in_strides[a + 1] * g.in_spatial[a + 1];
+    }
+    let ks = g.kernel_size();
+    let mut tap = vec![0usize; rank];
+    let mut out_idx = vec![0usize; rank];
+    for c in 0..cg {
+        for k in 0..ks {
+            let mut rem = k;
+            for a in (0..rank).rev() {
+                tap[a] = rem % g.kernel[a];
+                rem /= g.kernel[a];
+            }
+            let row = c * ks + k;
+            let dst = &mut col[row * width..(row + 1) * width];
+            let mut rem = j0;
+            for a in (0..rank).rev() {
+                out_idx[a] = rem % g.out_spatial[a];
+                rem /= g.out_spatial[a];
+            }
+            for v in dst.iter_mut() {
+                let mut off = 0usize;
+                let mut inside = true;
+                for a in 0..rank {
+                    let p = (out_idx[a] * g.strides[a] + tap[a] * g.dilations[a]) as isize
+                        - g.pads_begin[a] as isize;
+                    if p < 0 || p >= g.in_spatial[a] as isize {
+                        inside = false;
+                        break;
+                    }
+                    off += p as usize * in_strides[a];
+                }
+                *v = if inside {
+                    x[c * in_size + off]
+                } else {
+                    T::ZERO
+                };
+                for a in (0..rank).rev() {
+                    out_idx[a] += 1;
+                    if out_idx[a] < g.out_spatial[a] {
+                        break;
+                    }
+                    out_idx[a] = 0;
+                }
+            }
+        }
+    }
+}
+
+/// Depthwise 2-D (one input channel per group, a few outputs per group):
+/// per kernel tap, a vectorizable multiply-add over the valid output span.
+fn depthwise_2d<T: Real>(g: &Geometry, x: &[T], w: &[T], y: &mut [T]) {
+    let (ih, iw) = (g.in_spatial[0], g.in_spatial[1]);
+    let (oh, ow) = (g.out_spatial[0], g.out_spatial[1]);
+    let (kh, kw) = (g.kernel[0], g.kernel[1]);
+    let (sh, sw) = (g.strides[0], g.strides[1]);
+    let (dh, dw) = (g.dilations[0], g.dilations[1]);
+    let (ph, pw) = (g.pads_begin[0], g.pads_begin[1]);
+    let mg = g.out_channels / g.group;
+    let os = oh * ow;
+    y.par_chunks_mut(os).enumerate().for_each(|(plane, out)| {
+        let (n, m) = (plane / g.out_channels, plane % g.out_channels);
+        let c = m / mg;
+        let xc = &x[(n * g.in_channels + c) * ih * iw..(n * g.in_channels + c + 1) * ih * iw];
+        let wm = &w[m * kh * kw..(m + 1) * kh * kw];
+        for ky in 0..kh {
+            for kx in 0..kw {
+                let wv = wm[ky * kw + kx];
+                let off_x = (kx * dw) as isize - pw as isize;
+                let lo = if off_x >= 0 {
+                    0
+                } else {
+                    ((-off_x) as usize).div_ceil(sw)
+                }
+                .min(ow);
+                let hi = if (iw as isize - off_x) <= 0 {
+                    0
+                } else {
+                    ((iw as isize - off_x - 1) as usize) / sw + 1
+                }
+                .min(ow);
+                if lo >= hi {
+                    continue;
+                }
+                for oy in 0..oh {
+                    let iy = (oy * sh + ky * dh) as isize - ph as isize;
+                    if iy < 0 || iy >= ih as isize {
+                        continue;
+                    }
+                    let src = &xc[iy as usize * iw..(iy as usize + 1) * iw];
+                    let dst = &mut out[oy * ow + lo..oy * ow + hi];
+                    let start = (lo as isize * sw as isize + off_x) as usize;
+                    if sw == 1 {
+                        for (d, s) in dst.iter_mut().zip(&src[start..start + (hi - lo)]) {
+                            *d += wv * *s;
+                        }
+                    } else {
+                        for (i, d) in dst.iter_mut().enumerate() {
+                            *d += wv * src[start + i * sw];
+                        }
+                    }
+                }
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The obvious direct convolution in f64: the oracle for the fast paths.
+    fn reference(g: &Geometry, x: &[f64], w: &[f64], bias: Option<&[f64]>) -> Vec<f64> {
+        let rank = g.in_spatial.len();
+        let (cg, mg) = (g.in_channels / g.group, g.out_channels / g.group);
+        let os: usize = g.out_spatial.iter().product();
+        let ks: usize = g.kernel.iter().product();
+        let is: usize = g.in_spatial.iter().product();
+        let mut y = vec![0.0; g.batch * g.out_channels * os];
+        for n in 0..g.batch {
+            for m in 0..g.out_channels {
+                let gi = m / mg;
+                for o in 0..os {
+                    let mut acc = bias.map_or(0.0, |b| b[m]);
+                    let mut oi = vec![0; rank];
+                    let mut r = o;
+                    for a in (0..rank).rev() {
+                        oi[a] = r % g.out_spatial[a];
+                        r /= g.out_spatial[a];
+                    }
+                    for c in 0..cg {
+                        for k in 0..ks {
+                            let mut ki = vec![0; rank];
+                            let mut r = k;
+                            for a in (0..rank).rev() {
+                                ki[a] = r % g.kernel[a];
+                                r /= g.kernel[a];
+                            }
+                            let mut off = 0;
+                            let mut inside = true;
+                            for a in 0..rank {
+                                let p = (oi[a] * g.strides[a] + ki[a] * g.dilations[a]) as i64
+                                    - g.pads_begin[a] as i64;
+                                if p < 0 || p >= g.in_spatial[a] as i64 {
+                                    inside = false;
+                                }
+                                off = off * g.in_spatial[a] + p.max(0) as usize;
+                            }
+                            if inside {
+                                let xv = x[(n * g.in_channels + gi * cg + c) * is + off];
+                                let wv = w[(m * cg + c) * ks + k];
+                                acc += xv * wv;
+                            }
+                        }
+                    }
+                    y[(n * g.out_channels + m) * os + o] = acc;
+                }
+            }
+        }
+        y
+    }
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self, m: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % m
+        }
+        fn f(&mut self) -> f64 {
+            self.next(2001) as f64 / 1000.0 - 1.0
+        }
+    }
+
+    #[test]
+    fn fast_paths_match_the_direct_reference() {
+        let mut r = Rng(0x9E3779B97F4A7C15);
+        let mut checked = 0;
+        for case in 0..300 {
+            let rank = 1 + r.next(3) as usize;
+            let group = [1, 1, 2, 3][r.next(4) as usize];
+            let depthwise = r.next(4) == 0;
+            let cg = if depthwise { 1 } else { 1 + r.next(3) as usize };
+            let mg = 1 + r.next(3) as usize;
+            let pointwise = r.next(5) == 0;
+            let mut x_shape = vec![1 + r.next(2) as usize, cg * group];
+            let mut w_shape = vec![mg * group, cg];
+            let mut attrs = ConvAttrs {
+                group: group as i64,
+                ..Default::default()
+            };
+            let mut strides = vec![];
+            let mut dil = vec![];
+            let mut pads = vec![0i64; 2 * rank];
+            for a in 0..rank {
+                x_shape.push(1 + r.next(7) as usize);
+                w_shape.push(if pointwise { 1 } else { 1 + r.next(3) as usize });
+                strides.push(if pointwise { 1 } else { 1 + r.next(3) as i64 });
+                dil.push(1 + r.next(2) as i64);
+                if !pointwise {
+                    pads[a] = r.next(3) as i64;
+                    pads[a + rank] = r.next(3) as i64;
+                }
+            }
+            attrs.strides = Some(strides);
+            attrs.dilations = Some(dil);
+            attrs.auto_pad = [
+                AutoPad::NotSet,
+                AutoPad::SameUpper,
+                AutoPad::SameLower,
+                AutoPad::Valid,
+            ][r.next(4) as usize];
+            if attrs.auto_pad == AutoPad::NotSet {
+                attrs.pads = Some(pads);
+            }
+            let m = w_shape[0];
+            let Ok(g) = geometry(&attrs, &x_shape, &w_shape, Some(&[m])) else {
+                continue; // output would be empty: covered by the rejection tests
+            };
+            let xs: Vec<f64> = (0..x_shape.iter().product::<usize>())
+                .map(|_| r.f())
+                .collect();
+            let ws: Vec<f64> = (0..w_shape.iter().product::<usize>())
+                .map(|_| r.f())
+                .collect();
+            let bs: Vec<f64> = (0..m).map(|_| r.f()).collect();
+            let want = reference(&g, &xs, &ws, Some(&bs));
+            let got64 = conv(&g, &xs, &ws, Some(&bs));
+            let x32: Vec<f32> = xs.iter().map(|&v| v as f32).collect();
+            let w32: Vec<f32> = ws.iter().map(|&v| v as f32).collect();
+            let b32: Vec<f32> = bs.iter().map(|&v| v as f32).collect();
+            let got32 = conv(&g, &x32, &w32, Some(&b32));
+            for i in 0..want.len() {
+                assert!(
+                    (got64[i] - want[i]).abs() < 1e-9,
+                    "case {case} f64 {g:?} at {i}: {} vs {}",
+                    got64[i],
+                    want[i]
+                );
+                assert!(
+                    (got32[i] as f64 - want[i]).abs() < 1e-4,
+                    "case {case} f32 {g:?} at {i}: {} vs {}",
+                    got32[i],
+                    want[i]
+                );
+            }
+            checked += 1;
+        }
+        assert!(checked > 200, "only {checked} random geometries were valid");
+    }
+
+    #[test]
+    fn tiles_cover_large_outputs() {
+        // More output columns than one tile holds, with padding and stride.
+        let attrs = ConvAttrs {
+            pads: Some(vec![1, 1, 1, 1]),
+            strides: Some(vec![1, 2]),
+            ..Default::default()
+        };
+        let g = geometry(&attrs, &[1, 40, 70, 90], &[3, 40, 3, 3], None).unwrap();
+        let mut r = Rng(7);
+        let xs: Vec<f64> = (0..40 * 70 * 90).map(|_| r.f()).collect();
+        let ws: Vec<f64> = (0..3 * 40 * 9).map(|_| r.f()).collect();
+        assert!(g.out_size() > TILE_BYTES / 8 / (40 * 9));
+        let want = reference(&g, &xs, &ws, None);
+        let got = conv(&g, &xs, &ws, None);
+        for (a, b) in got.iter().zip(&want) {
+            assert!((a - b).abs() < 1e-9);
+        }
+    }
+
+    fn geo_err(attrs: ConvAttrs, x: &[usize], w: &[usize], b: Option<&[usize]>) -> String {
+        geometry(&attrs, x, w, b).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn auto_pad_formulas() {
+        // in 5, k 3, stride 2: out 3, total pad 2 -> (1, 1)
+        let g = geometry(
+            &ConvAttrs {
+                auto_pad: AutoPad::SameUpper,
+                strides: Some(vec![2]),
+                ..Default::default()
+            },
+            &[1, 1, 5],
+            &[1, 1, 3],
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            (g.out_spatial[0], g.pads_begin[0], g.pads_end[0]),
+            (3, 1, 1)
+        );
+        // in 4, k 4, stride 1: total 3 -> UPPER (1, 2), LOWER (2, 1)
+        let g = geometry(
+            &ConvAttrs {
+                auto_pad: AutoPad::SameUpper,
+                ..Default::default()
+            },
+            &[1, 1, 4],
+            &[1, 1, 4],
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            (g.out_spatial[0], g.pads_begin[0], g.pads_end[0]),
+            (4, 1, 2)
+        );
+        let g = geometry(
+            &ConvAttrs {
+                auto_pad: AutoPad::SameLower,
+                ..Default::default()
+            },
+            &[1, 1, 4],
+            &[1, 1, 4],
+            None,
+        )
+        .unwrap();
+        assert_eq!((g.pads_begin[0], g.pads_end[0]), (2, 1));
+        // stride larger than the kernel: in 7, k 2, stride 4 -> out 2, total max(0, 4+2-7)=0
+        let g = geometry(
+            &ConvAttrs {
+                auto_pad: AutoPad::SameUpper,
+                strides: Some(vec![4]),
+                ..Default::default()
+            },
+            &[1, 1, 7],
+            &[1, 1, 2],
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            (g.out_spatial[0], g.pads_begin[0], g.pads_end[0]),
+            (2, 0, 0)
+        );
+        // dilated kernel: k 3, d 2 -> span 5; VALID on 9 -> 5
+        let g = geometry(
+            &ConvAttrs {
+                auto_pad: AutoPad::Valid,
+                dilations: Some(vec![2]),
+                ..Default::default()
+            },
+            &[1, 1, 9],
+            &[1, 1, 3],
+            None,
+        )
+        .unwrap();
+        assert_eq!(g.out_spatial[0], 5);
+    }
+
+    #[test]
+    fn bad_shapes_and_attributes_are_rejected() {
+        let d = ConvAttrs::default;
+        assert!(geo_err(d(), &[1, 2], &[1, 2], None).contains("input 'X': expected rank 3 or more"));
+        assert!(geo_err(d(), &[1, 2, 5], &[1, 2, 3, 3], None)
+            .contains("input 'W': expected the rank of X (3)"));
+        assert!(
+            geo_err(ConvAttrs { group: 2, ..d() }, &[1, 3, 5], &[2, 1, 3], None)
+                .contains("X has 3 channels but W.shape[1] * group = 1 * 2 = 2")
+        );
+        assert!(
+            geo_err(ConvAttrs { group: 2, ..d() }, &[1, 2, 5], &[3, 1, 3], None)
+                .contains("3 output channels (W.shape[0]) are not divisible by group 2")
+        );
+        assert!(geo_err(d(), &[1, 1, 5], &[2, 1, 3], Some(&[3]))
+            .contains("input 'B': expected shape [2]"));
+        assert!(geo_err(
+            ConvAttrs {
+                strides: Some(vec![0]),
+                ..d()
+            },
+            &[1, 1, 5],
+            &[1, 1, 3],
+            None
+        )
+        .contains("attribute 'strides': values must be at least 1"));
+        assert!(geo_err(
+            ConvAttrs {
+                dilations: Some(vec![-1]),
+                ..d()
+            },
+            &[1, 1, 5],
+            &[1, 1, 3],
+            None
+        )
+        .contains("attribute 'dilations': values must be at least 1"));
+        assert!(geo_err(
+            ConvAttrs {
+                strides: Some(vec![1, 1]),
+                ..d()
+            },
+            &[1, 1, 5],
+            &[1, 1, 3],
+            None
+        )
+        .contains("attribute 'strides': expected 1 values"));
+        assert!(geo_err(
+            ConvAttrs {
+                pads: Some(vec![1]),
+                ..d()
+            },
+            &[1, 1, 5],
+            &[1, 1, 3],
+            None
+        )
+        .contains("attribute 'pads': expected 2 values"));
+        assert!(geo_err(
+            ConvAttrs {
+                pads: Some(vec![1, -1]),
+                ..d()
+            },
+            &[1, 1, 5],
+            &[1, 1, 3],
+            None
+        )
+        .contains("attribute 'pads': values must not be negative"));
+        assert!(geo_err(
+            ConvAttrs {
+                pads: Some(vec![0, 0]),
+                auto_pad: AutoPad::Valid,
+                ..d()
+            },
+            &[1, 1, 5],
+            &[1, 1, 3],
+            None
+        )
+        .contains("attribute 'pads': cannot be combined with auto_pad"));
+        assert!(geo_err(
+            ConvAttrs {
+                kernel_shape: Some(vec![2]),
+                ..d()
+            },
+            &[1, 1, 5],
+            &[1, 1, 3],
+            None
+        )
+        .contains("attribute 'kernel_shape': [2] contradicts W's spatial shape [3]"));
+        assert!(geo_err(d(), &[1, 1, 2], &[1, 1, 3], None).contains("the output would be empty"));
+        assert!(
+            geo_err(ConvAttrs { group: 0, ..d() }, &[1, 1, 2], &[1, 1, 3], None)
+                .contains("attribute 'group': must be at least 1")
+        );
+    }
+}
