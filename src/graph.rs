@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::ops::{self, KernelCtx, Limits};
 use crate::tensor::Tensor;
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// The names of the graph inputs a caller must feed: graph inputs that are
@@ -43,9 +44,10 @@ pub fn run(model: &Model, inputs: &[Tensor], limits: Limits) -> Result<Vec<Tenso
             inputs.len()
         )));
     }
-    let mut values: HashMap<&str, Tensor> = HashMap::new();
+    // Initializers and inputs are borrowed; only node outputs are owned.
+    let mut values: HashMap<&str, Cow<Tensor>> = HashMap::new();
     for (name, t) in &g.initializers {
-        values.insert(name.as_str(), t.clone());
+        values.insert(name.as_str(), Cow::Borrowed(t));
     }
     for (name, t) in names.iter().zip(inputs) {
         if let Some(dt) = g
@@ -61,7 +63,7 @@ pub fn run(model: &Model, inputs: &[Tensor], limits: Limits) -> Result<Vec<Tenso
                 )));
             }
         }
-        values.insert(name, t.clone());
+        values.insert(name, Cow::Borrowed(t));
     }
     for node in &g.nodes {
         let opset = model.opset(&node.domain).ok_or_else(|| Error::NoKernel {
@@ -100,7 +102,7 @@ pub fn run(model: &Model, inputs: &[Tensor], limits: Limits) -> Result<Vec<Tenso
                     node.display_name()
                 ))
             })?;
-            args.push(Some(v));
+            args.push(Some(v.as_ref()));
         }
         let ctx = KernelCtx {
             node,
@@ -123,17 +125,27 @@ pub fn run(model: &Model, inputs: &[Tensor], limits: Limits) -> Result<Vec<Tenso
         }
         for (name, t) in node.outputs.iter().zip(outs) {
             if !name.is_empty() {
-                values.insert(name.as_str(), t);
+                values.insert(name.as_str(), Cow::Owned(t));
             }
         }
     }
-    g.outputs
-        .iter()
-        .map(|o| {
-            values
-                .get(o.name.as_str())
-                .cloned()
-                .ok_or_else(|| graph_err(format!("graph output '{}' is never produced", o.name)))
-        })
-        .collect()
+    let mut result: Vec<Tensor> = Vec::with_capacity(g.outputs.len());
+    for (i, o) in g.outputs.iter().enumerate() {
+        if let Some(j) = g.outputs[..i].iter().position(|p| p.name == o.name) {
+            let again = result[j].clone();
+            result.push(again);
+            continue;
+        }
+        match values.remove(o.name.as_str()) {
+            Some(Cow::Owned(t)) => result.push(t),
+            Some(Cow::Borrowed(t)) => result.push(t.clone()),
+            None => {
+                return Err(graph_err(format!(
+                    "graph output '{}' is never produced",
+                    o.name
+                )))
+            }
+        }
+    }
+    Ok(result)
 }

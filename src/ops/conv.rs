@@ -73,19 +73,20 @@ impl Default for ConvAttrs {
 
 impl ConvAttrs {
     pub fn from_ctx(ctx: &KernelCtx) -> Result<ConvAttrs, KernelError> {
-        let auto_pad =
-            match ctx.string_attr("auto_pad")?.unwrap_or("NOTSET") {
-                "NOTSET" => AutoPad::NotSet,
-                "SAME_UPPER" => AutoPad::SameUpper,
-                "SAME_LOWER" => AutoPad::SameLower,
-                "VALID" => AutoPad::Valid,
-                other => return Err(KernelError::attribute(
+        let auto_pad = match ctx.string_attr("auto_pad")?.unwrap_or("NOTSET") {
+            "NOTSET" => AutoPad::NotSet,
+            "SAME_UPPER" => AutoPad::SameUpper,
+            "SAME_LOWER" => AutoPad::SameLower,
+            "VALID" => AutoPad::Valid,
+            other => {
+                return Err(KernelError::attribute(
                     "auto_pad",
                     format!(
                         "unknown value '{other}'; expected NOTSET, SAME_UPPER, SAME_LOWER or VALID"
                     ),
-                )),
-            };
+                ))
+            }
+        };
         Ok(ConvAttrs {
             auto_pad,
             kernel_shape: ctx.ints_attr("kernel_shape")?.map(<[i64]>::to_vec),
@@ -586,7 +587,7 @@ fn im2col_gemm<T: Real>(g: &Geometry, x: &[T], w: &[T], y: &mut [T]) {
                 &mut col[..kdim * width],
             );
             let yo = (n * g.out_channels + gi * mg) * os + j0;
-                // SAFETY: job (n, gi, t) writes rows gi*mg..(gi+1)*mg of image n,
+            // SAFETY: job (n, gi, t) writes rows gi*mg..(gi+1)*mg of image n,
             // columns j0..j1 only: disjoint from every other job.
             unsafe {
                 gemm_acc(

@@ -15,6 +15,15 @@ pub const CASE_REQUIREMENTS: &[&str] = &[
     "typing_extensions==4.16.0",
 ];
 
+/// onnxruntime for benchmarks and differential runs, pinned.
+pub const ORT_REQUIREMENTS: &[&str] = &[
+    "onnxruntime==1.32.0",
+    "numpy==2.4.6",
+    "flatbuffers==25.12.19",
+    "packaging==26.4",
+    "protobuf==7.36.2",
+];
+
 pub struct Venv {
     pub python: PathBuf,
 }
