@@ -237,6 +237,101 @@ def pad_cases(root, rng):
             pad_case(root, rng, version, "int32", (2, 3, 4), [2], [1], "reflect", False, [-2], "axes_no_value")
 
 
+def oracle_conv(x, w, b, strides, dilations, pads_begin, pads_end, group):
+    """Direct convolution in float64: one strided slice per kernel tap."""
+    x = x.astype(np.float64)
+    w = w.astype(np.float64)
+    k = x.ndim - 2
+    xp = np.pad(x, [(0, 0), (0, 0)] + list(zip(pads_begin, pads_end)))
+    kernel = w.shape[2:]
+    out_sp = [
+        (xp.shape[2 + i] - dilations[i] * (kernel[i] - 1) - 1) // strides[i] + 1
+        for i in range(k)
+    ]
+    n, m = x.shape[0], w.shape[0]
+    cg, mg = w.shape[1], m // group
+    y = np.zeros([n, m] + out_sp)
+    for tap in np.ndindex(*kernel):
+        sl = tuple(
+            slice(tap[i] * dilations[i], tap[i] * dilations[i] + strides[i] * (out_sp[i] - 1) + 1, strides[i])
+            for i in range(k)
+        )
+        patch = xp[(slice(None), slice(None)) + sl]
+        for g in range(group):
+            wg = w[g * mg:(g + 1) * mg, :, *tap]  # (mg, cg)
+            xg = patch[:, g * cg:(g + 1) * cg]  # (n, cg, *out)
+            y[:, g * mg:(g + 1) * mg] += np.einsum("mc,nc...->nm...", wg, xg)
+    if b is not None:
+        y += b.astype(np.float64).reshape([1, m] + [1] * k)
+    return y
+
+
+def same_pads(in_sp, kernel, strides, dilations, upper):
+    begin, end = [], []
+    for n, kk, s, d in zip(in_sp, kernel, strides, dilations):
+        out = -(-n // s)
+        total = max(0, (out - 1) * s + (kk - 1) * d + 1 - n)
+        small = total // 2
+        begin.append(small if upper else total - small)
+        end.append(total - small if upper else small)
+    return begin, end
+
+
+def conv_case(root, rng, version, type_name, x_shape, w_shape, tag, strides=None, dilations=None,
+              pads=None, auto_pad=None, group=1, bias=True, kernel_shape=False):
+    k = len(x_shape) - 2
+    x = (rng.standard_normal(x_shape)).astype(NP[type_name])
+    w = (rng.standard_normal(w_shape) * 0.5).astype(NP[type_name])
+    b = rng.standard_normal(w_shape[0]).astype(NP[type_name]) if bias else None
+    st = strides or [1] * k
+    dil = dilations or [1] * k
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        pb, pe = same_pads(x_shape[2:], w_shape[2:], st, dil, auto_pad == "SAME_UPPER")
+    elif pads is not None:
+        pb, pe = pads[:k], pads[k:]
+    else:
+        pb, pe = [0] * k, [0] * k
+    y = oracle_conv(x, w, b, st, dil, pb, pe, group).astype(NP[type_name])
+    attrs = {}
+    if strides:
+        attrs["strides"] = strides
+    if dilations:
+        attrs["dilations"] = dilations
+    if pads is not None:
+        attrs["pads"] = pads
+    if auto_pad:
+        attrs["auto_pad"] = auto_pad
+    if group != 1:
+        attrs["group"] = group
+    if kernel_shape:
+        attrs["kernel_shape"] = list(w_shape[2:])
+    names = ["x", "w"] + (["b"] if bias else [])
+    node = helper.make_node("Conv", names, ["y"], **attrs)
+    ins = [("x", x, type_name), ("w", w, type_name)] + ([("b", b, type_name)] if bias else [])
+    write_case(root, f"test_conv{version}_{type_name}_{tag}", [node], ins, [("y", y, type_name)], version)
+
+
+def conv_cases(root, rng):
+    for version in (1, 11, 22):
+        types = ["float16", "float", "double"] + (["bfloat16"] if version >= 22 else [])
+        for t in types:
+            conv_case(root, rng, version, t, (1, 2, 5, 5), (3, 2, 3, 3), "basic", pads=[1, 1, 1, 1])
+            conv_case(root, rng, version, t, (2, 4, 6, 7), (4, 2, 2, 3), "group2_stride", strides=[2, 1], group=2, pads=[0, 1, 1, 0])
+        f = "float"
+        conv_case(root, rng, version, f, (2, 3, 11), (4, 3, 3), "1d_dilated", strides=[2], dilations=[2], pads=[1, 2])
+        conv_case(root, rng, version, f, (1, 2, 5, 6, 4), (3, 2, 2, 3, 2), "3d", strides=[1, 2, 1], dilations=[2, 1, 1], pads=[1, 0, 1, 0, 1, 1])
+        conv_case(root, rng, version, f, (1, 4, 7, 7), (4, 1, 3, 3), "depthwise", group=4, pads=[1, 1, 1, 1])
+        conv_case(root, rng, version, f, (1, 3, 8, 6), (6, 1, 3, 3), "depthwise_multiplier", group=3, strides=[2, 2], pads=[1, 0, 1, 2])
+        conv_case(root, rng, version, f, (2, 5, 4, 3), (3, 5, 1, 1), "pointwise", bias=False)
+        conv_case(root, rng, version, f, (1, 2, 9, 9), (2, 2, 2, 2), "stride_gt_kernel", strides=[4, 3])
+        conv_case(root, rng, version, f, (1, 2, 7, 8), (3, 2, 3, 3), "asymmetric_pads", pads=[0, 2, 3, 1], kernel_shape=True)
+        for ap in ("SAME_UPPER", "SAME_LOWER", "VALID"):
+            conv_case(root, rng, version, f, (1, 2, 7, 8), (2, 2, 4, 3), ap.lower(), auto_pad=ap, strides=[2, 3])
+            conv_case(root, rng, version, f, (1, 1, 9, 10), (2, 1, 3, 2), ap.lower() + "_dilated", auto_pad=ap, strides=[3, 4], dilations=[2, 3])
+            conv_case(root, rng, version, "double", (1, 2, 6), (2, 2, 4), ap.lower() + "_1d", auto_pad=ap, strides=[5])
+        conv_case(root, rng, version, "double", (1, 2, 4, 5, 3), (2, 1, 2, 2, 2), "3d_group", group=2, pads=[1, 1, 0, 0, 1, 1])
+
+
 def main():
     out = sys.argv[1]
     config = json.loads(sys.argv[2])
@@ -244,6 +339,7 @@ def main():
     root = os.path.join(out, "oracle")
     os.makedirs(root)
     pad_cases(root, rng)
+    conv_cases(root, rng)
     print(json.dumps({"onnx_version": onnx.__version__}))
 
 

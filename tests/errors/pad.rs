@@ -2,50 +2,12 @@
 //! carries the node's name, the operator version and the attribute or input
 //! at fault.
 
-use onnx_conformance::model::{AttrValue, Attribute, Graph, Model, Node, ValueInfo};
+use crate::{assert_has, err, model_of};
+use onnx_conformance::model::{AttrValue, Model};
 use onnx_conformance::{graph, Limits, Tensor};
 
 fn model(opset: i64, inputs: &[&str], attrs: Vec<(&str, AttrValue)>) -> Model {
-    Model {
-        ir_version: 10,
-        opset_import: vec![(String::new(), opset)],
-        graph: Graph {
-            name: "g".into(),
-            nodes: vec![Node {
-                name: "pad_node".into(),
-                op_type: "Pad".into(),
-                domain: String::new(),
-                inputs: inputs.iter().map(|s| s.to_string()).collect(),
-                outputs: vec!["y".into()],
-                attributes: attrs
-                    .into_iter()
-                    .map(|(n, v)| Attribute {
-                        name: n.into(),
-                        value: v,
-                    })
-                    .collect(),
-            }],
-            initializers: vec![],
-            inputs: inputs
-                .iter()
-                .filter(|s| !s.is_empty())
-                .map(|s| ValueInfo {
-                    name: s.to_string(),
-                    ..Default::default()
-                })
-                .collect(),
-            outputs: vec![ValueInfo {
-                name: "y".into(),
-                ..Default::default()
-            }],
-        },
-    }
-}
-
-fn err(m: &Model, inputs: &[Tensor]) -> String {
-    graph::run(m, inputs, Limits::default())
-        .unwrap_err()
-        .to_string()
+    model_of("Pad", "pad_node", opset, inputs, attrs)
 }
 
 fn x() -> Tensor {
@@ -54,12 +16,6 @@ fn x() -> Tensor {
 
 fn pads(v: &[i64]) -> Tensor {
     Tensor::from_vec(&[v.len()], v.to_vec())
-}
-
-fn assert_has(msg: &str, parts: &[&str]) {
-    for p in parts {
-        assert!(msg.contains(p), "{msg:?} lacks {p:?}");
-    }
 }
 
 #[test]
