@@ -5,7 +5,9 @@
 //! runs the greatest registered `since_version` not above `o`, and the kernel
 //! receives that version so it can apply the version's rules.
 
+pub mod center_crop_pad;
 pub mod conv;
+pub mod helpers;
 pub mod pad;
 
 use crate::error::KernelError;
@@ -46,6 +48,15 @@ pub struct OpEntry {
     pub kernel: KernelFn,
 }
 
+const fn helper(op_type: &'static str, versions: &'static [i64], kernel: KernelFn) -> OpEntry {
+    OpEntry {
+        domain: "",
+        op_type,
+        versions,
+        kernel,
+    }
+}
+
 /// Every operator this library implements.
 pub fn registry() -> &'static [OpEntry] {
     static ENTRIES: &[OpEntry] = &[
@@ -61,6 +72,22 @@ pub fn registry() -> &'static [OpEntry] {
             versions: &conv::VERSIONS,
             kernel: conv::run,
         },
+        OpEntry {
+            domain: "",
+            op_type: "CenterCropPad",
+            versions: &center_crop_pad::VERSIONS,
+            kernel: center_crop_pad::run,
+        },
+        // Helpers for function bodies, at the versions in effect at opset 18.
+        helper("Add", &[14], helpers::add),
+        helper("Sub", &[14], helpers::sub),
+        helper("Div", &[14], helpers::div),
+        helper("Max", &[13], helpers::max),
+        helper("Concat", &[13], helpers::concat),
+        helper("Constant", &[13], helpers::constant),
+        helper("Gather", &[13], helpers::gather),
+        helper("Shape", &[15], helpers::shape),
+        helper("Slice", &[13], helpers::slice),
     ];
     ENTRIES
 }

@@ -21,7 +21,7 @@ use super::{allowed_list, check_type, KernelCtx, OpOutput};
 use crate::error::KernelError;
 use crate::tensor::{DataType, Element, Storage, Tensor};
 use half::f16;
-use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn, Slice};
+use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn};
 
 /// The versions at which Pad changed.
 pub const VERSIONS: [i64; 10] = [1, 2, 11, 13, 18, 19, 21, 23, 24, 25];
@@ -422,36 +422,44 @@ fn apply<T: Clone>(
     input: ArrayViewD<'_, T>,
     fill: &T,
 ) -> Result<ArrayD<T>, KernelError> {
-    let mut view = input;
-    for axis in 0..view.ndim() {
-        let start = plan.crop_begin[axis];
-        if start != 0 || plan.kept[axis] != view.len_of(Axis(axis)) {
-            view.slice_axis_inplace(Axis(axis), Slice::from(start..start + plan.kept[axis]));
-        }
-    }
-    let contiguous = view.as_standard_layout();
-    let src = contiguous.as_slice().ok_or_else(|| {
-        KernelError::Invalid("internal: input is not contiguous after relayout".into())
-    })?;
+    // Tensors are kept in standard layout, so this borrows; cropping is done
+    // by offsets in the writer, not by a relayout copy.
+    let contiguous = input.as_standard_layout();
+    let src = contiguous
+        .as_slice()
+        .ok_or_else(|| KernelError::Invalid("internal: input is not contiguous".into()))?;
+    let rank = plan.kept.len();
     let out_len: usize = plan.out_shape.iter().product();
     let mut out = Vec::with_capacity(out_len);
-    // Axes from `tail` on carry no padding: blocks there copy in one go.
-    let tail = (0..plan.kept.len())
+    // Axes from `tail` on are neither padded nor cropped: blocks there are
+    // contiguous in both input and output and copy in one go.
+    let tail = (0..rank)
         .rev()
-        .find(|&a| plan.begin[a] != 0 || plan.end[a] != 0)
+        .find(|&a| plan.begin[a] != 0 || plan.end[a] != 0 || plan.kept[a] != input.len_of(Axis(a)))
         .map_or(0, |a| a + 1);
-    let mut inner = vec![1usize; plan.kept.len() + 1];
-    let mut out_inner = vec![1usize; plan.kept.len() + 1];
-    for a in (0..plan.kept.len()).rev() {
-        inner[a] = inner[a + 1] * plan.kept[a];
+    let mut inner = vec![1usize; rank + 1];
+    let mut out_inner = vec![1usize; rank + 1];
+    for a in (0..rank).rev() {
+        inner[a] = inner[a + 1] * input.len_of(Axis(a));
         out_inner[a] = out_inner[a + 1] * plan.out_shape[a];
     }
+    // Constant runs are copied from a prepared row: memcpy beats a
+    // per-element fill loop for short runs.
+    let widest = (0..rank)
+        .map(|a| (plan.begin[a].max(plan.end[a])).saturating_mul(out_inner[a + 1]))
+        .max()
+        .unwrap_or(0);
+    let fill_row = if plan.mode == Mode::Constant {
+        vec![fill.clone(); widest.min(FILL_ROW)]
+    } else {
+        Vec::new()
+    };
     let w = Writer {
         plan,
         tail,
         inner: &inner,
         out_inner: &out_inner,
-        fill,
+        fill_row: &fill_row,
     };
     if out_len > 0 {
         w.write(&mut out, src, 0);
@@ -464,51 +472,72 @@ fn apply<T: Clone>(
 struct Writer<'a, T> {
     plan: &'a Plan,
     tail: usize,
-    /// Input elements per index of each axis (product of later kept sizes).
+    /// Input elements per index of each axis (product of later input sizes).
     inner: &'a [usize],
     /// Output elements per index of each axis.
     out_inner: &'a [usize],
-    fill: &'a T,
+    /// The pad value, repeated (constant mode only).
+    fill_row: &'a [T],
 }
 
+/// The longest prepared run of pad values, in elements.
+const FILL_ROW: usize = 16 * 1024;
+
 impl<T: Clone> Writer<'_, T> {
-    /// Appends the padded form of `block` (the input sub-array at `axis`) to
-    /// `out`, in row-major order. Writing strictly in order lets the output
-    /// grow by `extend`, so no element is written twice.
+    /// Appends the cropped and padded form of `block` (the input sub-array
+    /// at `axis`, uncropped) to `out`, in row-major order. Writing strictly
+    /// in order lets the output grow by `extend`, so no element is written
+    /// twice and no output memory is touched before it is written.
     fn write(&self, out: &mut Vec<T>, block: &[T], axis: usize) {
         if axis >= self.tail {
-            out.extend_from_slice(block);
+            out.extend_from_slice(&block[..self.inner[axis]]);
             return;
         }
         let n = self.plan.kept[axis];
+        let first = self.plan.crop_begin[axis];
         let step = self.inner[axis + 1];
+        let sub = |j: usize| &block[(first + j) * step..(first + j + 1) * step];
         let (b, e) = (self.plan.begin[axis], self.plan.end[axis]);
         let leaf = axis + 1 >= self.tail;
         let emit_pad = |out: &mut Vec<T>, j: i64| {
-            if self.plan.mode == Mode::Constant {
-                out.resize(out.len() + self.out_inner[axis + 1], self.fill.clone());
+            if leaf {
+                out.extend_from_slice(sub(source_index(j, n, self.plan.mode)));
             } else {
-                let s = source_index(j, n, self.plan.mode);
-                let sub = &block[s * step..(s + 1) * step];
-                if leaf {
-                    out.extend_from_slice(sub);
-                } else {
-                    self.write(out, sub, axis + 1);
-                }
+                self.write(out, sub(source_index(j, n, self.plan.mode)), axis + 1);
             }
         };
-        for k in 0..b {
-            emit_pad(out, k as i64 - b as i64);
-        }
-        if leaf {
-            out.extend_from_slice(&block[..n * step]);
+        if self.plan.mode == Mode::Constant {
+            self.fill(out, b * self.out_inner[axis + 1]);
         } else {
-            for j in 0..n {
-                self.write(out, &block[j * step..(j + 1) * step], axis + 1);
+            for k in 0..b {
+                emit_pad(out, k as i64 - b as i64);
             }
         }
-        for k in 0..e {
-            emit_pad(out, (n + k) as i64);
+        if leaf {
+            out.extend_from_slice(&block[first * step..(first + n) * step]);
+        } else {
+            for j in 0..n {
+                self.write(out, sub(j), axis + 1);
+            }
+        }
+        if self.plan.mode == Mode::Constant {
+            self.fill(out, e * self.out_inner[axis + 1]);
+        } else {
+            for k in 0..e {
+                emit_pad(out, (n + k) as i64);
+            }
+        }
+    }
+
+    /// Appends `count` pad values.
+    fn fill(&self, out: &mut Vec<T>, mut count: usize) {
+        while count > 0 {
+            let run = count.min(self.fill_row.len());
+            if run == 0 {
+                break; // unreachable: fill_row covers the widest run
+            }
+            out.extend_from_slice(&self.fill_row[..run]);
+            count -= run;
         }
     }
 }

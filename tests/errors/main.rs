@@ -2,6 +2,7 @@
 //! error carries the node's name, the operator version and the attribute or
 //! input at fault.
 
+mod center_crop_pad;
 mod conv;
 mod pad;
 

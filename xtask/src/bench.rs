@@ -60,6 +60,9 @@ pub fn run(args: Args) -> Result<()> {
     if want("pad") {
         bench_pad(args.reps)?;
     }
+    if want("center-crop-pad") || want("ccp") {
+        bench_center_crop_pad(args.reps)?;
+    }
     if want("conv") {
         bench_conv(args.reps)?;
     }
@@ -110,6 +113,53 @@ fn bench_pad(reps: usize) -> Result<()> {
             copy.as_secs_f64() / t.as_secs_f64()
         );
     }
+    Ok(())
+}
+
+fn bench_center_crop_pad(reps: usize) -> Result<()> {
+    use onnx_conformance::ops::center_crop_pad::crop_pad_spec;
+    let shape = [1usize, 3, 512, 512];
+    let n: usize = shape.iter().product();
+    let data: Vec<f32> = (0..n).map(|i| (i % 977) as f32).collect();
+    let x = Tensor::from_vec(&shape, data.clone());
+    let target = Tensor::from_vec(&[4], vec![1i64, 3, 448, 600]);
+    let spec = crop_pad_spec(x.shape(), &target, None)?;
+    let bytes = n * 4;
+    let copy = median(reps, || {
+        black_box(black_box(&data).to_vec());
+    });
+    let t = median(reps, || {
+        black_box(
+            pad_tensor(
+                black_box(&x),
+                &spec,
+                Mode::Constant,
+                &FillValue::Default,
+                1 << 30,
+            )
+            .expect("ccp"),
+        );
+    });
+    println!();
+    println!("CenterCropPad: 1x3x512x512 float32 -> 1x3x448x600 (crop H, pad W)");
+    println!(
+        "{:<16} {:>10} {:>12} {:>18}",
+        "", "time", "GB/s (in)", "ratio vs copy"
+    );
+    println!(
+        "{:<16} {:>8.3}ms {:>12.2} {:>18}",
+        "copy",
+        copy.as_secs_f64() * 1e3,
+        gbs(bytes, copy),
+        "1.00"
+    );
+    println!(
+        "{:<16} {:>8.3}ms {:>12.2} {:>18.2}",
+        "center-crop-pad",
+        t.as_secs_f64() * 1e3,
+        gbs(bytes, t),
+        copy.as_secs_f64() / t.as_secs_f64()
+    );
     Ok(())
 }
 

@@ -46,9 +46,9 @@ pub const DEFAULT_SEED: u64 = 0;
 /// Official case kinds (folders under `onnx/backend/test/data/` and `cases/`).
 const KINDS: &[&str] = &["node", "pytorch-converted", "pytorch-operator"];
 
-/// Cases whose expected outputs come from numpy (`gen_oracle_cases.py`);
-/// only the PyPI source writes them.
-const ORACLE: &str = "oracle";
+/// Cases whose expected outputs come from numpy or onnx's reference
+/// implementation (`gen_oracle_cases.py`); only the PyPI source writes them.
+const ORACLE: &[&str] = &["oracle", "seed"];
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -146,8 +146,10 @@ fn generate_and_apply(args: &Args, out: &Path, target: &Path, tmp: &Path) -> Res
     // The official kinds always come from the source; the oracle cases only
     // from the PyPI source (other sources leave the committed ones alone).
     let mut managed: Vec<&str> = KINDS.to_vec();
-    if tmp.join(ORACLE).is_dir() {
-        managed.push(ORACLE);
+    for kind in ORACLE {
+        if tmp.join(kind).is_dir() {
+            managed.push(kind);
+        }
     }
     for kind in all_kinds() {
         if !managed.contains(&kind) && out.join(kind).is_dir() {
@@ -392,7 +394,7 @@ fn drop_foreign_pytorch_cases(out: &Path) -> Result<()> {
 
 fn all_kinds() -> Vec<&'static str> {
     let mut k = KINDS.to_vec();
-    k.push(ORACLE);
+    k.extend(ORACLE);
     k
 }
 

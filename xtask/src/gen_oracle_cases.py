@@ -3,7 +3,9 @@
 # version of each covered operator, every element type of its constraint,
 # and the edge cases the spec describes.
 #
-# Arguments: <out> <json config> with {"seed": N}. Writes <out>/oracle/<case>/.
+# Arguments: <out> <json config> with {"seed": N}. Writes <out>/oracle/<case>/
+# and <out>/seed/<case>/ (seed 004's CenterCropPad examples, whose outputs
+# come from onnx's reference implementation).
 # Run by `cargo xtask fetch-cases` in its pinned virtual environment.
 
 import json
@@ -332,6 +334,92 @@ def conv_cases(root, rng):
         conv_case(root, rng, version, "double", (1, 2, 4, 5, 3), (2, 1, 2, 2, 2), "3d_group", group=2, pads=[1, 1, 0, 0, 1, 1])
 
 
+def oracle_center_crop_pad(x, targets, axes):
+    """Crop or pad each listed axis around its center with numpy slicing."""
+    out = x
+    for axis, t in zip(axes, targets):
+        n = out.shape[axis]
+        if t < n:
+            start = (n - t) // 2
+            out = np.take(out, np.arange(start, start + t), axis=axis)
+        elif t > n:
+            before = (t - n) // 2
+            shape = list(out.shape)
+            shape[axis] = t
+            fill = "" if out.dtype == object else np.zeros((), dtype=out.dtype)
+            bigger = np.full(shape, fill, dtype=out.dtype)
+            index = [slice(None)] * out.ndim
+            index[axis] = slice(before, before + n)
+            bigger[tuple(index)] = out
+            out = bigger
+    return out
+
+
+CCP_TYPES = [
+    "bfloat16", "bool", "complex128", "complex64", "double", "float", "float16", "int16",
+    "int32", "int64", "int8", "string", "uint16", "uint32", "uint64", "uint8",
+]
+
+
+def ccp_case(root, rng, type_name, x_shape, targets, axes, tag, index_type="int64"):
+    x = random_data(rng, x_shape, type_name)
+    rank = len(x_shape)
+    used = list(range(rank)) if axes is None else [a % rank for a in axes]
+    y = oracle_center_crop_pad(x, targets, used)
+    shape = np.array(targets, dtype=NP[index_type])
+    attrs = {} if axes is None else {"axes": axes}
+    node = helper.make_node("CenterCropPad", ["x", "shape"], ["y"], **attrs)
+    write_case(root, f"test_ccp18_{type_name}_{tag}", [node], [("x", x, type_name), ("shape", shape, index_type)], [("y", y, type_name)], 18)
+
+
+def ccp_cases(root, rng):
+    for t in CCP_TYPES:
+        ccp_case(root, rng, t, (5, 4), [2, 7], None, "crop_and_pad")
+    f = "float"
+    ccp_case(root, rng, f, (9,), [4], None, "1d_odd_crop")
+    ccp_case(root, rng, f, (4,), [9], None, "1d_odd_pad")
+    ccp_case(root, rng, f, (6, 7, 3), [3, 10], [1, 0], "3d_axes_subset")
+    ccp_case(root, rng, f, (2, 3, 8, 5), [5, 8], [-2, -1], "4d_negative_axes")
+    ccp_case(root, rng, f, (2, 3, 8, 5), [2, 3, 8, 5], None, "identity")
+    ccp_case(root, rng, f, (2, 3, 8, 5), [1, 4, 0, 6], None, "zero_target", index_type="int32")
+    ccp_case(root, rng, "int64", (7, 6), [4], [1], "int32_shape", index_type="int32")
+
+
+def reference_case(root, name, x, targets, axes):
+    """A seed case: inputs as the seed shows, outputs from onnx's reference."""
+    from onnx.reference import ReferenceEvaluator
+
+    attrs = {} if axes is None else {"axes": axes}
+    node = helper.make_node("CenterCropPad", ["x", "shape"], ["y"], **attrs)
+    shape = np.array(targets, dtype=np.int64)
+    graph = helper.make_graph(
+        [node],
+        name,
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape)),
+            helper.make_tensor_value_info("shape", TensorProto.INT64, [len(targets)]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_operatorsetid("", 18)])
+    model.ir_version = 8
+    (y,) = ReferenceEvaluator(model).run(None, {"x": x, "shape": shape})
+    write_case(root, name, [node], [("x", x, "float"), ("shape", shape, "int64")], [("y", y, "float")], 18)
+
+
+def seed_cases(root):
+    """The six deterministic cases of seed 004 (CenterCropPad documentation)."""
+    def arange(shape, start=0):
+        return np.arange(start, start + int(np.prod(shape)), dtype=np.float32).reshape(shape)
+
+    reference_case(root, "test_cc_center_crop_pad_crop", arange((20, 10, 3)), [10, 7, 3], None)
+    reference_case(root, "test_cc_center_crop_pad_pad", arange((10, 7, 3), start=1), [20, 10, 3], None)
+    reference_case(root, "test_cc_center_crop_pad_crop_and_pad", arange((20, 8, 3)), [10, 10, 3], None)
+    reference_case(root, "test_cc_center_crop_pad_crop_axes_hwc", arange((20, 8, 3)), [10, 9], [0, 1])
+    reference_case(root, "test_cc_center_crop_pad_crop_negative_axes_hwc", arange((20, 8, 3)), [10, 9], [-3, -2])
+    reference_case(root, "test_cc_center_crop_pad_crop_axes_chw", arange((3, 20, 8)), [10, 9], [1, 2])
+
+
 def main():
     out = sys.argv[1]
     config = json.loads(sys.argv[2])
@@ -340,6 +428,10 @@ def main():
     os.makedirs(root)
     pad_cases(root, rng)
     conv_cases(root, rng)
+    ccp_cases(root, rng)
+    seed_root = os.path.join(out, "seed")
+    os.makedirs(seed_root)
+    seed_cases(seed_root)
     print(json.dumps({"onnx_version": onnx.__version__}))
 
 
