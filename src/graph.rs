@@ -104,6 +104,18 @@ pub fn run(model: &Model, inputs: &[Tensor], limits: Limits) -> Result<Vec<Tenso
             })?;
             args.push(Some(v.as_ref()));
         }
+        if let Some(schema) = crate::schema::version(&node.op_type, version)
+            .filter(|_| node.domain.is_empty() || node.domain == "ai.onnx")
+        {
+            crate::schema::validate::validate(node, &args, schema, &node.op_type).map_err(
+                |source| Error::Node {
+                    node: node.display_name(),
+                    op: node.op_type.clone(),
+                    version,
+                    source,
+                },
+            )?;
+        }
         let ctx = KernelCtx {
             node,
             version,

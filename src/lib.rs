@@ -13,6 +13,7 @@ pub mod graph;
 pub mod model;
 pub mod ops;
 pub mod proto;
+pub mod schema;
 pub mod tensor;
 
 pub use error::{Error, KernelError, Result};

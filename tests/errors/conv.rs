@@ -98,6 +98,9 @@ fn missing_weights_are_reported() {
     let m = model(22, &["x"], vec![]);
     assert_has(
         &err(&m, &[x()]),
-        &["input 'W': required (input 1) but missing"],
+        &[
+            "(Conv-22)",
+            "input 'W': required by Conv-22 (input 1) but missing",
+        ],
     );
 }

@@ -64,7 +64,10 @@ fn pads_of_the_wrong_length_or_type() {
     let e = err(&m, &[x(), Tensor::from_vec(&[4], vec![0i32; 4])]);
     assert_has(
         &e,
-        &["input 'pads': expected tensor(int64), got tensor(int32)"],
+        &[
+            "(Pad-18)",
+            "element type int32 of 'pads' is not allowed; allowed: tensor(int64)",
+        ],
     );
     let m = model(2, &["x"], vec![("pads", AttrValue::Ints(vec![0; 3]))]);
     assert_has(
@@ -74,7 +77,7 @@ fn pads_of_the_wrong_length_or_type() {
     let m = model(2, &["x"], vec![("pads", AttrValue::Floats(vec![0.0; 4]))]);
     assert_has(
         &err(&m, &[x()]),
-        &["attribute 'pads': expected INTS, got FLOATS"],
+        &["attribute 'pads': Pad-2 declares it INTS, got FLOATS"],
     );
 }
 
@@ -181,7 +184,7 @@ fn missing_required_attributes_in_pad_1_and_2() {
             "attribute 'paddings': required by Pad-1 but missing",
         ],
     );
-    let m = model(2, &["x"], vec![("paddings", AttrValue::Ints(vec![0; 4]))]);
+    let m = model(2, &["x"], vec![]);
     assert_has(
         &err(&m, &[x()]),
         &["(Pad-2)", "attribute 'pads': required by Pad-2 but missing"],
@@ -212,5 +215,33 @@ fn opset_below_the_first_version_has_no_kernel() {
     assert_has(
         &err(&m, &[x()]),
         &["no kernel for Pad at opset 0", "implemented versions"],
+    );
+}
+
+#[test]
+fn attributes_of_another_version_are_unknown() {
+    let m = model(2, &["x"], vec![("paddings", AttrValue::Ints(vec![0; 4]))]);
+    assert_has(
+        &err(&m, &[x()]),
+        &[
+            "(Pad-2)",
+            "attribute 'paddings': not an attribute of Pad-2 (it has: mode, pads, value)",
+        ],
+    );
+    let m = model(11, &["x", "p"], vec![("pads", AttrValue::Ints(vec![0; 4]))]);
+    assert_has(
+        &err(&m, &[x(), pads(&[0; 4])]),
+        &[
+            "(Pad-11)",
+            "attribute 'pads': not an attribute of Pad-11 (it has: mode)",
+        ],
+    );
+    let m = model(18, &["x", "p"], vec![("mode", AttrValue::Ints(vec![1]))]);
+    assert_has(
+        &err(&m, &[x(), pads(&[0; 4])]),
+        &[
+            "(Pad-18)",
+            "attribute 'mode': Pad-18 declares it STRING, got INTS",
+        ],
     );
 }

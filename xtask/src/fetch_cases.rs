@@ -48,7 +48,7 @@ const KINDS: &[&str] = &["node", "pytorch-converted", "pytorch-operator"];
 
 /// Cases whose expected outputs come from numpy or onnx's reference
 /// implementation (`gen_oracle_cases.py`); only the PyPI source writes them.
-const ORACLE: &[&str] = &["oracle", "seed"];
+const ORACLE: &[&str] = &["oracle", "seed", "schemas"];
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -226,6 +226,16 @@ fn generate_from_pypi(filters: &Filters, seed: u64, target: &Path, tmp: &Path) -
     )
     .context("running the numpy oracle case generator")?;
     std::fs::remove_file(&oracle_script)?;
+    let schema_script = tmp.join("gen_schemas.py");
+    std::fs::write(&schema_script, include_str!("gen_schemas.py"))?;
+    python::output(
+        Command::new(&env.python)
+            .arg(&schema_script)
+            .arg(&gen)
+            .arg(serde_json::json!(OPS).to_string()),
+    )
+    .context("writing operator schemas from onnx.defs")?;
+    std::fs::remove_file(&schema_script)?;
     for kind in all_kinds() {
         if gen.join(kind).exists() {
             std::fs::rename(gen.join(kind), tmp.join(kind))?;
