@@ -3,6 +3,7 @@
 mod bench;
 mod fetch_cases;
 mod python;
+mod schema_diff;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -24,6 +25,8 @@ enum Cmd {
     FetchCases(fetch_cases::Args),
     /// Measure kernel throughput next to references run in the same process or run.
     Bench(bench::Args),
+    /// Print the schema differences between versions of an operator.
+    SchemaDiff(schema_diff::Args),
 }
 
 /// The workspace root (the xtask crate lives in `<root>/xtask`).
@@ -42,5 +45,6 @@ fn main() -> Result<()> {
     match Cli::parse().command {
         Cmd::FetchCases(args) => fetch_cases::run(args),
         Cmd::Bench(args) => bench::run(args),
+        Cmd::SchemaDiff(args) => schema_diff::run(args),
     }
 }
