@@ -1,30 +1,47 @@
 //! The `conformance` test target: one libtest-mimic trial per case and data
-//! set, named `<source>/<case>` (data set N > 0 adds `#N`).
+//! set, named `<source>/<case>` (data set N > 0 adds `#N`), plus one trial
+//! per other version of the case's operator, `<source>/<case>@<Op>-<version>`.
 //!
 //! `ONNX_CASES` (`:`-separated folders) replaces the default `cases/`.
 //! `ONNX_BACKEND` picks the runtime under test (default: ours).
+//! `ONNX_REPORT=<file>` writes every trial's outcome as JSON (used by
+//! `cargo xtask report`).
 
 mod compare;
 mod discover;
 mod expectations;
+mod record;
 mod run_case;
+mod variants;
 
 use anyhow::{bail, Result};
 use expectations::{Expect, Expectations};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use onnx_conformance::backend::{Backend, Ours};
-use std::path::PathBuf;
+use record::{Meta, Outcome, Recorder};
+use run_case::{Prepared, Verdict};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 fn main() {
     let args = Arguments::from_args();
-    let trials = match trials() {
+    let recorder = Recorder::default();
+    let trials = match trials(&recorder) {
         Ok(t) => t,
         Err(e) => vec![Trial::test("discovery", move || {
             Err(format!("{e:#}").into())
         })],
     };
-    libtest_mimic::run(&args, trials).exit();
+    let conclusion = libtest_mimic::run(&args, trials);
+    if let Some(path) = std::env::var_os("ONNX_REPORT") {
+        if let Err(e) = recorder.write(Path::new(&path)) {
+            eprintln!(
+                "could not write the trial report to {}: {e:#}",
+                Path::new(&path).display()
+            );
+        }
+    }
+    conclusion.exit();
 }
 
 fn manifest_dir() -> PathBuf {
@@ -41,18 +58,30 @@ fn backend() -> Result<Arc<dyn Backend>> {
     let name = std::env::var("ONNX_BACKEND").unwrap_or_else(|_| "ours".to_string());
     match name.as_str() {
         "" | "ours" => Ok(Arc::new(Ours::default())),
-        other => bail!("unknown ONNX_BACKEND '{other}' (this build knows: ours)"),
+        other => onnx_conformance::backend::by_name(other)
+            .map(Arc::from)
+            .or_else(|e| bail!("ONNX_BACKEND={other}: {e}")),
     }
 }
 
-fn trials() -> Result<Vec<Trial>> {
+struct Ctx {
+    expectations: Expectations,
+    backend: Arc<dyn Backend>,
+    target: PathBuf,
+    recorder: Recorder,
+}
+
+fn trials(recorder: &Recorder) -> Result<Vec<Trial>> {
     let default_root = manifest_dir().join("cases");
     let roots = discover::roots(&default_root);
     let using_default = roots == [default_root.clone()];
     let cases = discover::discover(&roots)?;
-    let expectations = Arc::new(Expectations::load(&default_root.join("expectations.toml"))?);
-    let backend = backend()?;
-    let target = target_dir();
+    let ctx = Arc::new(Ctx {
+        expectations: Expectations::load(&default_root.join("expectations.toml"))?,
+        backend: backend()?,
+        target: target_dir(),
+        recorder: recorder.clone(),
+    });
     let mut trials = Vec::new();
     let mut names = Vec::new();
     for case in cases {
@@ -60,31 +89,31 @@ fn trials() -> Result<Vec<Trial>> {
         if case.data_sets.is_empty() {
             let id = case.id();
             let dir = case.dir.display().to_string();
+            names.push(id.clone());
             trials.push(Trial::test(id.clone(), move || {
                 Err(format!("case {id} ({dir}) has no test_data_set_* folder").into())
             }));
-            names.push(case.id());
             continue;
         }
+        let meta = Meta::of_case(&case);
         for ds in 0..case.data_sets.len() {
             let name = if ds == 0 {
                 case.id()
             } else {
                 format!("{}#{ds}", case.id())
             };
-            let expect = expectations.lookup(&name, backend.name());
-            let (case, backend, target) = (case.clone(), backend.clone(), target.clone());
             names.push(name.clone());
-            trials.push(Trial::ignorable_test(name, move || {
-                outcome(expect, || {
-                    run_case::check(&case, ds, backend.as_ref(), &target)
-                })
+            let (c, case2, meta2) = (ctx.clone(), case.clone(), meta.clone().named(&name, false));
+            trials.push(trial(&ctx, name, meta2, move || {
+                run_case::check_verdict(&case2, ds, c.backend.as_ref(), &c.target)
             }));
+            trials.extend(version_trials(&ctx, &case, ds, &meta, &mut names));
         }
     }
     if using_default {
-        let stale: Vec<String> = expectations
-            .unused(&names, backend.name())
+        let stale: Vec<String> = ctx
+            .expectations
+            .unused(&names, ctx.backend.name())
             .iter()
             .map(|e| format!("{} ({})", e.trial, e.reason))
             .collect();
@@ -103,17 +132,118 @@ fn trials() -> Result<Vec<Trial>> {
     Ok(trials)
 }
 
-/// Applies the expectation to a trial's result.
-fn outcome(expect: Expect, run: impl FnOnce() -> Result<()>) -> Result<Completion, Failed> {
-    match expect {
-        Expect::Skip(reason) => Ok(Completion::ignored_with(format!("skipped: {reason}"))),
-        Expect::Pass => run().map(|()| Completion::Completed).map_err(|e| format!("{e:#}").into()),
-        Expect::Fail(reason) => match run() {
-            Ok(()) => Err(format!(
-                "listed as an expected failure ({reason}) but it passes: remove it from cases/expectations.toml"
-            )
-            .into()),
-            Err(_) => Ok(Completion::ignored_with(format!("expected failure: {reason}"))),
-        },
+/// The `@<Op>-<version>` trials of one data set of a single-node case.
+fn version_trials(
+    ctx: &Arc<Ctx>,
+    case: &Arc<discover::Case>,
+    ds: usize,
+    meta: &Meta,
+    names: &mut Vec<String>,
+) -> Vec<Trial> {
+    let versions = variants::versions_of(&meta.op);
+    if versions.is_empty() {
+        return Vec::new();
+    }
+    let prepared = match run_case::prepare(case, ds) {
+        Ok(p) => p,
+        Err(_) => return Vec::new(), // the base trial reports the problem
+    };
+    let Some((_, from)) = variants::single_node(&prepared.model) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let base = if ds == 0 {
+        case.id()
+    } else {
+        format!("{}#{ds}", case.id())
+    };
+    for &to in versions.iter().filter(|&&v| v != from) {
+        let name = format!("{base}@{}-{to}", meta.op);
+        names.push(name.clone());
+        let mut m = meta.clone().named(&name, true);
+        m.version = to;
+        match variants::at_version(&prepared, from, to) {
+            Ok(p) => {
+                let c = ctx.clone();
+                let label = format!(
+                    "case {name} ({} rewritten for {}-{to})",
+                    case.dir.display(),
+                    meta.op
+                );
+                let dir = run_case::artifact_dir(&ctx.target, case, &format!("@{}-{to}", meta.op));
+                let p: Arc<Prepared> = Arc::new(p);
+                out.push(trial(ctx, name, m, move || {
+                    run_case::run_prepared(&label, &p, c.backend.as_ref(), &dir)
+                }));
+            }
+            Err(reason) => {
+                ctx.recorder
+                    .push(m.outcome(Outcome::NotExpressible, Some(reason.clone()), None));
+                let r = reason.clone();
+                out.push(
+                    Trial::ignorable_test(name, move || {
+                        Ok(Completion::ignored_with(format!("not expressible: {r}")))
+                    })
+                    .with_ignored_flag(true)
+                    .with_kind(format!("not expressible: {reason}")),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// A trial that applies the expectations to a run's verdict and records it.
+fn trial(
+    ctx: &Arc<Ctx>,
+    name: String,
+    meta: Meta,
+    run: impl FnOnce() -> Verdict + Send + 'static,
+) -> Trial {
+    let expect = ctx.expectations.lookup(&name, ctx.backend.name());
+    let c = ctx.clone();
+    let trial = Trial::ignorable_test(name, move || {
+        let (outcome, result) = match &expect {
+            Expect::Skip(reason) => (
+                Outcome::Skipped.with(reason, None),
+                Ok(Completion::ignored_with(format!("skipped: {reason}"))),
+            ),
+            Expect::Pass => {
+                let v = run();
+                match v.failure.clone() {
+                    None => (Outcome::Pass.with("", Some(&v)), Ok(Completion::Completed)),
+                    Some(m) => (Outcome::Fail.with(&m, Some(&v)), Err(Failed::from(m))),
+                }
+            }
+            Expect::Fail(reason) => {
+                let v = run();
+                match v.failure {
+                    None => {
+                        let m = format!(
+                            "listed as an expected failure ({reason}) but it passes: remove it from cases/expectations.toml"
+                        );
+                        (
+                            Outcome::UnexpectedPass.with(&m, Some(&v)),
+                            Err(Failed::from(m)),
+                        )
+                    }
+                    Some(_) => (
+                        Outcome::ExpectedFailure.with(reason, Some(&v)),
+                        Ok(Completion::ignored_with(format!(
+                            "expected failure: {reason}"
+                        ))),
+                    ),
+                }
+            }
+        };
+        let (o, msg, verdict) = outcome;
+        c.recorder
+            .push(meta.outcome(o, (!msg.is_empty()).then_some(msg), verdict.as_ref()));
+        result
+    });
+    match &ctx.expectations.lookup(trial.name(), ctx.backend.name()) {
+        Expect::Skip(reason) => trial.with_kind(format!("skip: {reason}")),
+        Expect::Fail(_) => trial.with_kind("expected failure"),
+        Expect::Pass => trial,
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::compare::{self, Mismatch};
 use crate::discover::{numbered, Case};
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{Context, Result};
 use onnx_conformance::backend::Backend;
 use onnx_conformance::{proto, Storage, Tensor};
 use std::path::{Path, PathBuf};
@@ -10,13 +10,33 @@ use std::path::{Path, PathBuf};
 /// Small outputs also get a line diff in failure messages.
 const DIFF_LIMIT: usize = 64;
 
-/// A data set's tensors.
-pub struct DataSet {
+/// A data set ready to run: the model (parsed and serialized), its inputs
+/// and the expected outputs.
+#[derive(Debug)]
+pub struct Prepared {
+    pub model: onnx_conformance::Model,
+    pub bytes: Vec<u8>,
     pub inputs: Vec<Tensor>,
     pub outputs: Vec<(String, Tensor)>,
 }
 
-pub fn load_data_set(dir: &Path) -> Result<DataSet> {
+/// What a trial found.
+#[derive(Debug, Clone, Default)]
+pub struct Verdict {
+    /// The failure message, when it failed.
+    pub failure: Option<String>,
+    /// Largest absolute and relative error over all outputs (0 when exact).
+    pub max_abs: f64,
+    pub max_rel: f64,
+}
+
+pub fn prepare(case: &Case, data_set: usize) -> Result<Prepared> {
+    let model_path = case.dir.join("model.onnx");
+    let bytes =
+        std::fs::read(&model_path).with_context(|| format!("reading {}", model_path.display()))?;
+    let model =
+        proto::load_model(&bytes).with_context(|| format!("loading {}", model_path.display()))?;
+    let dir = &case.data_sets[data_set];
     let read = |p: &PathBuf| -> Result<(String, Tensor)> {
         let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
         proto::load_tensor(&bytes).with_context(|| format!("decoding {}", p.display()))
@@ -29,44 +49,73 @@ pub fn load_data_set(dir: &Path) -> Result<DataSet> {
         .iter()
         .map(read)
         .collect::<Result<_>>()?;
-    Ok(DataSet { inputs, outputs })
+    Ok(Prepared {
+        model,
+        bytes,
+        inputs,
+        outputs,
+    })
 }
 
 /// Where actual outputs of a failing trial are written.
-pub fn artifact_dir(target: &Path, case: &Case, data_set: usize) -> PathBuf {
-    let mut d = target
+pub fn artifact_dir(target: &Path, case: &Case, suffix: &str) -> PathBuf {
+    target
         .join("conformance")
         .join(&case.source)
-        .join(&case.name);
-    if data_set > 0 {
-        d = d.join(format!("test_data_set_{data_set}"));
-    }
-    d
+        .join(format!("{}{suffix}", case.name))
 }
 
-/// Runs the case's data set; `Err` holds the full failure message.
-pub fn check(case: &Case, data_set: usize, backend: &dyn Backend, target: &Path) -> Result<()> {
-    let model_path = case.dir.join("model.onnx");
-    let bytes =
-        std::fs::read(&model_path).with_context(|| format!("reading {}", model_path.display()))?;
-    let model =
-        proto::load_model(&bytes).with_context(|| format!("loading {}", model_path.display()))?;
-    let ds_dir = &case.data_sets[data_set];
-    let ds = load_data_set(ds_dir)?;
-    let actual = backend
-        .run(&model, &bytes, &ds.inputs)
-        .map_err(|e| anyhow!("{} failed: {e}", backend.name()))?;
-    if actual.len() != ds.outputs.len() {
-        bail!(
+/// Runs the case's data set and compares its outputs.
+pub fn check_verdict(
+    case: &Case,
+    data_set: usize,
+    backend: &dyn Backend,
+    target: &Path,
+) -> Verdict {
+    let label = format!(
+        "case {} ({}), data set {data_set}",
+        case.id(),
+        case.dir.display()
+    );
+    let suffix = if data_set > 0 {
+        format!("/test_data_set_{data_set}")
+    } else {
+        String::new()
+    };
+    match prepare(case, data_set) {
+        Ok(p) => run_prepared(&label, &p, backend, &artifact_dir(target, case, &suffix)),
+        Err(e) => Verdict {
+            failure: Some(format!("{label}: {e:#}")),
+            max_abs: f64::NAN,
+            max_rel: f64::NAN,
+        },
+    }
+}
+
+/// Runs a prepared data set through `backend` and compares its outputs.
+pub fn run_prepared(label: &str, p: &Prepared, backend: &dyn Backend, artifacts: &Path) -> Verdict {
+    let fail = |m: String| Verdict {
+        failure: Some(format!("{label}: {m}")),
+        max_abs: f64::NAN,
+        max_rel: f64::NAN,
+    };
+    let actual = match backend.run(&p.model, &p.bytes, &p.inputs) {
+        Ok(a) => a,
+        Err(e) => return fail(format!("{} failed: {e}", backend.name())),
+    };
+    if actual.len() != p.outputs.len() {
+        return fail(format!(
             "{} produced {} outputs, the data set expects {}",
             backend.name(),
             actual.len(),
-            ds.outputs.len()
-        );
+            p.outputs.len()
+        ));
     }
+    let mut verdict = Verdict::default();
     let mut problems = Vec::new();
-    for (k, ((name, expected), got)) in ds.outputs.iter().zip(&actual).enumerate() {
-        let label = model
+    for (k, ((name, expected), got)) in p.outputs.iter().zip(&actual).enumerate() {
+        let label = p
+            .model
             .graph
             .outputs
             .get(k)
@@ -81,27 +130,31 @@ pub fn check(case: &Case, data_set: usize, backend: &dyn Backend, target: &Path)
             });
         let tol = compare::tolerance(expected.dtype());
         match compare::compare(expected, got, tol) {
-            Err(structural) => problems.push(format!("output {k} '{label}': {structural}")),
-            Ok(m) if m.mismatches > 0 => {
-                problems.push(value_report(k, &label, expected, got, &m, tol))
+            Err(structural) => {
+                verdict.max_abs = f64::INFINITY;
+                problems.push(format!("output {k} '{label}': {structural}"));
             }
-            Ok(_) => {}
+            Ok(m) => {
+                verdict.max_abs = verdict.max_abs.max(m.max_abs);
+                verdict.max_rel = verdict.max_rel.max(m.max_rel);
+                if m.mismatches > 0 {
+                    problems.push(value_report(k, &label, expected, got, &m, tol));
+                }
+            }
         }
     }
     if problems.is_empty() {
-        return Ok(());
+        return verdict;
     }
-    let dir = artifact_dir(target, case, data_set);
-    let saved = match save_actual(&dir, &actual) {
-        Ok(()) => format!("actual outputs written to {}", dir.display()),
-        Err(e) => format!("could not write actual outputs to {}: {e:#}", dir.display()),
+    let saved = match save_actual(artifacts, &actual) {
+        Ok(()) => format!("actual outputs written to {}", artifacts.display()),
+        Err(e) => format!(
+            "could not write actual outputs to {}: {e:#}",
+            artifacts.display()
+        ),
     };
-    bail!(
-        "case {} ({}), data set {data_set}:\n  {}\n  {saved}",
-        case.id(),
-        case.dir.display(),
-        problems.join("\n  ")
-    )
+    verdict.failure = Some(format!("{label}:\n  {}\n  {saved}", problems.join("\n  ")));
+    verdict
 }
 
 fn value_report(

@@ -8,8 +8,12 @@ mod compare;
 mod discover;
 #[path = "expectations.rs"]
 mod expectations;
+#[path = "record.rs"]
+mod record;
 #[path = "run_case.rs"]
 mod run_case;
+#[path = "variants.rs"]
+mod variants;
 
 use onnx_conformance::backend::Ours;
 use std::path::{Path, PathBuf};
@@ -27,6 +31,13 @@ fn copy_case(from: &Path, to: &Path) {
     for e in std::fs::read_dir(from.join("test_data_set_0")).unwrap() {
         let e = e.unwrap();
         std::fs::copy(e.path(), to.join("test_data_set_0").join(e.file_name())).unwrap();
+    }
+}
+
+fn check(case: &discover::Case, target: &Path) -> Result<(), String> {
+    match run_case::check_verdict(case, 0, &Ours::default(), target).failure {
+        None => Ok(()),
+        Some(m) => Err(m),
     }
 }
 
@@ -78,14 +89,11 @@ fn garbage_model_and_tensor_files_name_the_case() {
     let case = discover::discover(std::slice::from_ref(&root))
         .unwrap()
         .remove(0);
-    assert!(run_case::check(&case, 0, &Ours::default(), &target).is_ok());
+    assert!(check(&case, &target).is_ok());
 
     let good = std::fs::read(dir.join("model.onnx")).unwrap();
     std::fs::write(dir.join("model.onnx"), &good[..good.len() / 2]).unwrap();
-    let e = format!(
-        "{:#}",
-        run_case::check(&case, 0, &Ours::default(), &target).unwrap_err()
-    );
+    let e = format!("{:#}", check(&case, &target).unwrap_err());
     assert!(
         e.contains("test_edge_pad/model.onnx") && e.contains("cannot decode model"),
         "{e}"
@@ -93,10 +101,7 @@ fn garbage_model_and_tensor_files_name_the_case() {
     std::fs::write(dir.join("model.onnx"), &good).unwrap();
 
     std::fs::write(dir.join("test_data_set_0/input_0.pb"), [0xff, 0xff, 0xff]).unwrap();
-    let e = format!(
-        "{:#}",
-        run_case::check(&case, 0, &Ours::default(), &target).unwrap_err()
-    );
+    let e = format!("{:#}", check(&case, &target).unwrap_err());
     assert!(
         e.contains("test_data_set_0/input_0.pb") && e.contains("cannot decode tensor"),
         "{e}"
@@ -118,10 +123,7 @@ fn a_wrong_expected_output_fails_with_a_report_and_artifacts() {
     let case = discover::discover(std::slice::from_ref(&root))
         .unwrap()
         .remove(0);
-    let e = format!(
-        "{:#}",
-        run_case::check(&case, 0, &Ours::default(), &target).unwrap_err()
-    );
+    let e = format!("{:#}", check(&case, &target).unwrap_err());
     assert!(e.contains("case src/test_wrap_pad"), "{e}");
     assert!(e.contains("data set 0"), "{e}");
     assert!(e.contains("output 0 'y'"), "{e}");
@@ -129,4 +131,50 @@ fn a_wrong_expected_output_fails_with_a_report_and_artifacts() {
     assert!(target
         .join("conformance/src/test_wrap_pad/output_0.npy")
         .is_file());
+}
+
+fn prepared(name: &str) -> run_case::Prepared {
+    let root = scratch(&format!("variant-{name}"));
+    copy_case(&official(name), &root.join("node").join(name));
+    let case = discover::discover(std::slice::from_ref(&root))
+        .unwrap()
+        .remove(0);
+    run_case::prepare(&case, 0).unwrap()
+}
+
+#[test]
+fn pad_cases_rewrite_to_attribute_form_and_back() {
+    let p = prepared("test_edge_pad");
+    let v2 = variants::at_version(&p, 25, 2).unwrap_err();
+    assert_eq!(
+        v2,
+        "Pad-2 allows double, float and float16 only (widened in Pad-11)"
+    );
+    let v11 = variants::at_version(&p, 25, 11).unwrap();
+    assert_eq!(v11.model.opset(""), Some(11));
+    let out = onnx_conformance::graph::run(&v11.model, &v11.inputs, Default::default()).unwrap();
+    assert_eq!(out[0], p.outputs[0].1);
+
+    let c = prepared("test_constant_pad");
+    let v2 = variants::at_version(&c, 25, 2).unwrap();
+    let node = &v2.model.graph.nodes[0];
+    assert_eq!(node.inputs.len(), 1);
+    assert!(node.attribute("pads").is_some() && node.attribute("value").is_some());
+    let out = onnx_conformance::graph::run(&v2.model, &v2.inputs, Default::default()).unwrap();
+    assert_eq!(out[0], c.outputs[0].1);
+}
+
+#[test]
+fn inexpressible_versions_cite_the_change() {
+    let w = prepared("test_wrap_pad");
+    assert_eq!(
+        variants::at_version(&w, 25, 18).unwrap_err(),
+        "Pad-18 has no mode 'wrap' (added in Pad-19)"
+    );
+    let a = prepared("test_constant_pad_axes");
+    assert_eq!(
+        variants::at_version(&a, 25, 13).unwrap_err(),
+        "Pad-13 has no input 'axes' (added in Pad-18)"
+    );
+    assert!(variants::at_version(&a, 25, 18).is_ok());
 }

@@ -39,3 +39,19 @@ impl Backend for Ours {
         crate::graph::run(model, inputs, self.limits).map_err(|e| e.to_string())
     }
 }
+
+/// The runtimes this build can judge, by `ONNX_BACKEND` name.
+pub fn available() -> Vec<&'static str> {
+    vec!["ours"]
+}
+
+/// A backend by name.
+pub fn by_name(name: &str) -> Result<Box<dyn Backend>, String> {
+    match name {
+        "ours" => Ok(Box::new(Ours::default())),
+        other => Err(format!(
+            "unknown backend '{other}' (this build knows: {}; other runtimes need their cargo feature)",
+            available().join(", ")
+        )),
+    }
+}

@@ -1,0 +1,138 @@
+//! What each trial did, for `cargo xtask report` (written as JSON when
+//! `ONNX_REPORT` is set).
+
+use crate::discover::Case;
+use crate::run_case::Verdict;
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Pass,
+    Fail,
+    ExpectedFailure,
+    UnexpectedPass,
+    Skipped,
+    NotExpressible,
+}
+
+impl Outcome {
+    /// Bundles the outcome with its message and verdict.
+    pub fn with(
+        self,
+        message: &str,
+        verdict: Option<&Verdict>,
+    ) -> (Outcome, String, Option<Verdict>) {
+        (self, message.to_string(), verdict.cloned())
+    }
+}
+
+/// What a trial is about: its operator, version and element type.
+#[derive(Clone, Debug, Serialize)]
+pub struct Meta {
+    pub trial: String,
+    pub source: String,
+    pub case: String,
+    /// The single node's op type, or `graph` for multi-node cases.
+    pub op: String,
+    /// The operator version the trial runs (a since_version), 0 if unknown.
+    pub version: i64,
+    /// The element type of the first input.
+    pub dtype: String,
+    /// True for `@<Op>-<version>` trials.
+    pub variant: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Record {
+    #[serde(flatten)]
+    pub meta: Meta,
+    pub outcome: Outcome,
+    pub message: Option<String>,
+    pub max_abs: Option<f64>,
+    pub max_rel: Option<f64>,
+}
+
+impl Meta {
+    pub fn of_case(case: &Case) -> Meta {
+        let mut m = Meta {
+            trial: case.id(),
+            source: case.source.clone(),
+            case: case.name.clone(),
+            op: "?".into(),
+            version: 0,
+            dtype: "?".into(),
+            variant: false,
+        };
+        let Ok(bytes) = std::fs::read(case.dir.join("model.onnx")) else {
+            return m;
+        };
+        let Ok(model) = onnx_conformance::proto::load_model(&bytes) else {
+            return m;
+        };
+        if let Some((node, version)) = crate::variants::single_node(&model) {
+            m.op = node.op_type.clone();
+            m.version = version;
+        } else {
+            m.op = "graph".into();
+            m.version = model.opset("").unwrap_or(0);
+        }
+        if let Some(dt) = model.graph.inputs.first().and_then(|v| v.dtype) {
+            m.dtype = dt.to_string();
+        }
+        m
+    }
+
+    pub fn named(mut self, trial: &str, variant: bool) -> Meta {
+        self.trial = trial.to_string();
+        self.variant = variant;
+        self
+    }
+
+    pub fn outcome(
+        &self,
+        outcome: Outcome,
+        message: Option<String>,
+        verdict: Option<&Verdict>,
+    ) -> Record {
+        let finite = |v: f64| (!v.is_nan()).then_some(v);
+        Record {
+            meta: self.clone(),
+            outcome,
+            message,
+            max_abs: verdict.and_then(|v| finite(v.max_abs)),
+            max_rel: verdict.and_then(|v| finite(v.max_rel)),
+        }
+    }
+}
+
+/// Collects records from trials running on several threads.
+#[derive(Clone, Default)]
+pub struct Recorder(Arc<Mutex<Vec<Record>>>);
+
+impl Recorder {
+    pub fn push(&self, r: Record) {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(r);
+        }
+    }
+
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let mut records = self
+            .0
+            .lock()
+            .map_err(|_| anyhow::anyhow!("recorder poisoned"))?
+            .clone();
+        records.sort_by(|a, b| a.meta.trial.cmp(&b.meta.trial));
+        let backend = std::env::var("ONNX_BACKEND").unwrap_or_else(|_| "ours".into());
+        let doc = serde_json::json!({ "backend": backend, "records": records });
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(path, serde_json::to_string_pretty(&doc)?)
+            .with_context(|| format!("writing {}", path.display()))
+    }
+}
