@@ -3,6 +3,7 @@
 mod bench;
 mod fetch_cases;
 mod python;
+mod report;
 mod schema_diff;
 
 use anyhow::Result;
@@ -25,6 +26,8 @@ enum Cmd {
     FetchCases(fetch_cases::Args),
     /// Measure kernel throughput next to references run in the same process or run.
     Bench(bench::Args),
+    /// Run the conformance suite and write target/conformance/report.{md,json}.
+    Report(report::Args),
     /// Print the schema differences between versions of an operator.
     SchemaDiff(schema_diff::Args),
 }
@@ -45,6 +48,7 @@ fn main() -> Result<()> {
     match Cli::parse().command {
         Cmd::FetchCases(args) => fetch_cases::run(args),
         Cmd::Bench(args) => bench::run(args),
+        Cmd::Report(args) => report::run(args),
         Cmd::SchemaDiff(args) => schema_diff::run(args),
     }
 }

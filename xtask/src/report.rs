@@ -1,0 +1,374 @@
+//! `cargo xtask report`: runs the conformance suite and writes
+//! `target/conformance/report.md` and `report.json`: per operator, a matrix
+//! of versions by element types; the failing trials with their largest
+//! errors; each version pair's schema diff summary. `--baseline` compares
+//! with an earlier `report.json` and exits non-zero on a regression;
+//! `--junit` writes JUnit XML.
+
+use anyhow::{bail, Context, Result};
+use onnx_conformance::schema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// An earlier report.json: list what newly fails, newly passes or got
+    /// worse, and fail on a regression.
+    #[arg(long)]
+    baseline: Option<PathBuf>,
+    /// Also write JUnit XML here.
+    #[arg(long)]
+    junit: Option<PathBuf>,
+    /// Where to write report.md and report.json (default: target/conformance).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Cargo features for the test build (e.g. tract, onnxruntime).
+    #[arg(long)]
+    features: Option<String>,
+}
+
+/// One trial as the harness records it.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct Trial {
+    pub trial: String,
+    pub source: String,
+    pub case: String,
+    pub op: String,
+    pub version: i64,
+    pub dtype: String,
+    pub variant: bool,
+    pub outcome: String,
+    pub message: Option<String>,
+    pub max_abs: Option<f64>,
+    pub max_rel: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Trials {
+    backend: String,
+    records: Vec<Trial>,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let root = crate::project_root();
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| crate::target_dir().join("conformance"));
+    std::fs::create_dir_all(&out)?;
+    let trials_path = out.join("trials.json");
+    let _ = std::fs::remove_file(&trials_path);
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(&root)
+        .args(["test", "--release", "--test", "conformance"]);
+    if let Some(f) = &args.features {
+        cmd.args(["--features", f]);
+    }
+    cmd.args(["--", "-q"]).env("ONNX_REPORT", &trials_path);
+    eprintln!("xtask: running the conformance suite ({cmd:?})");
+    // Failing trials are the report's subject, so the exit status is not an error.
+    let status = cmd.status().context("running cargo test")?;
+    let text = std::fs::read_to_string(&trials_path).with_context(|| {
+        format!(
+            "the suite wrote no {} (cargo test exited with {status})",
+            trials_path.display()
+        )
+    })?;
+    let trials: Trials = serde_json::from_str(&text)?;
+    let report = build(&trials);
+    std::fs::write(
+        out.join("report.json"),
+        serde_json::to_string_pretty(&report)?,
+    )?;
+    let md = markdown(&trials, &report);
+    std::fs::write(out.join("report.md"), &md)?;
+    if let Some(j) = &args.junit {
+        std::fs::write(j, junit(&trials))?;
+        eprintln!("xtask: wrote {}", j.display());
+    }
+    println!("{}", summary_line(&report));
+    eprintln!(
+        "xtask: wrote {} and {}",
+        out.join("report.md").display(),
+        out.join("report.json").display()
+    );
+    if let Some(b) = &args.baseline {
+        let regressions = compare_baseline(b, &report)?;
+        if regressions > 0 {
+            bail!("{regressions} regressions against {}", b.display());
+        }
+    }
+    Ok(())
+}
+
+fn counts(trials: &[&Trial]) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for t in trials {
+        *m.entry(t.outcome.clone()).or_insert(0) += 1;
+    }
+    m
+}
+
+fn build(t: &Trials) -> serde_json::Value {
+    let all: Vec<&Trial> = t.records.iter().collect();
+    let mut operators = serde_json::Map::new();
+    let ops: BTreeSet<&str> = t.records.iter().map(|r| r.op.as_str()).collect();
+    for op in ops {
+        let of_op: Vec<&Trial> = all.iter().copied().filter(|r| r.op == op).collect();
+        let versions: BTreeSet<i64> = of_op.iter().map(|r| r.version).collect();
+        let dtypes: BTreeSet<&str> = of_op.iter().map(|r| r.dtype.as_str()).collect();
+        let mut cells = serde_json::Map::new();
+        for v in &versions {
+            for d in &dtypes {
+                let here: Vec<&Trial> = of_op
+                    .iter()
+                    .copied()
+                    .filter(|r| r.version == *v && r.dtype == *d)
+                    .collect();
+                if !here.is_empty() {
+                    cells.insert(format!("{op}-{v}|{d}"), json!(counts(&here)));
+                }
+            }
+        }
+        let diffs = schema::op(op).map(|s| {
+            schema::diff::consecutive(s)
+                .iter()
+                .map(|d| {
+                    json!({
+                        "old": d.old, "new": d.new, "breaking": d.breaking(),
+                        "changes": d.changes.iter().map(|c| format!("{}{} {} '{}': {}",
+                            if c.breaking { "[BREAKING] " } else { "" }, c.kind, c.what, c.name, c.detail)).collect::<Vec<_>>(),
+                        "doc_similarity": d.doc.similarity,
+                    })
+                })
+                .collect::<Vec<_>>()
+        });
+        operators.insert(
+            op.to_string(),
+            json!({ "versions": versions, "dtypes": dtypes, "counts": counts(&of_op), "cells": cells, "schema_diffs": diffs }),
+        );
+    }
+    let failures: Vec<serde_json::Value> = t
+        .records
+        .iter()
+        .filter(|r| r.outcome == "fail" || r.outcome == "unexpected_pass")
+        .map(|r| json!({ "trial": r.trial, "max_abs": r.max_abs, "max_rel": r.max_rel,
+            "message": r.message.as_deref().unwrap_or("").lines().take(6).collect::<Vec<_>>().join("\n") }))
+        .collect();
+    let trials: serde_json::Map<String, serde_json::Value> = t
+        .records
+        .iter()
+        .map(|r| {
+            (
+                r.trial.clone(),
+                json!({ "outcome": r.outcome, "max_abs": r.max_abs, "max_rel": r.max_rel }),
+            )
+        })
+        .collect();
+    json!({ "backend": t.backend, "counts": counts(&all), "operators": operators, "failures": failures, "trials": trials })
+}
+
+fn summary_line(report: &serde_json::Value) -> String {
+    let c = &report["counts"];
+    let n = |k: &str| c[k].as_u64().unwrap_or(0);
+    format!(
+        "conformance ({}): {} pass, {} fail, {} expected failures, {} unexpected passes, {} skipped, {} not expressible",
+        report["backend"].as_str().unwrap_or("?"),
+        n("pass"),
+        n("fail"),
+        n("expected_failure"),
+        n("unexpected_pass"),
+        n("skipped"),
+        n("not_expressible")
+    )
+}
+
+fn cell(c: &serde_json::Value) -> String {
+    let n = |k: &str| c[k].as_u64().unwrap_or(0);
+    let mut parts = Vec::new();
+    for (k, sym) in [
+        ("pass", "✓"),
+        ("fail", "✗"),
+        ("unexpected_pass", "!"),
+        ("expected_failure", "x"),
+        ("skipped", "s"),
+        ("not_expressible", "–"),
+    ] {
+        if n(k) > 0 {
+            parts.push(format!("{}{sym}", n(k)));
+        }
+    }
+    parts.join(" ")
+}
+
+fn markdown(t: &Trials, report: &serde_json::Value) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# Conformance report ({})\n", t.backend);
+    let _ = writeln!(s, "{}\n", summary_line(report));
+    let _ = writeln!(s, "Cells: ✓ pass, ✗ fail, ! unexpected pass, x expected failure, s skipped, – not expressible at that version.\n");
+    for (op, o) in report["operators"].as_object().into_iter().flatten() {
+        let _ = writeln!(s, "## {op}\n");
+        let dtypes: Vec<&str> = o["dtypes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|d| d.as_str())
+            .collect();
+        let _ = writeln!(s, "| version | {} |", dtypes.join(" | "));
+        let _ = writeln!(s, "|---|{}", "---|".repeat(dtypes.len()));
+        for v in o["versions"].as_array().into_iter().flatten() {
+            let row: Vec<String> = dtypes
+                .iter()
+                .map(|d| cell(&o["cells"][format!("{op}-{v}|{d}")]))
+                .collect();
+            let _ = writeln!(s, "| {op}-{v} | {} |", row.join(" | "));
+        }
+        if let Some(diffs) = o["schema_diffs"].as_array() {
+            let _ = writeln!(s, "\nSchema changes:\n");
+            for d in diffs {
+                let changes: Vec<&str> = d["changes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|c| c.as_str())
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "- {op} {} -> {}: breaking {}; {}",
+                    d["old"],
+                    d["new"],
+                    if d["breaking"].as_bool() == Some(true) {
+                        "yes"
+                    } else {
+                        "no"
+                    },
+                    if changes.is_empty() {
+                        "documentation only".to_string()
+                    } else {
+                        changes.join("; ")
+                    }
+                );
+            }
+        }
+        let _ = writeln!(s);
+    }
+    let failures = report["failures"].as_array().cloned().unwrap_or_default();
+    let _ = writeln!(s, "## Failing trials ({})\n", failures.len());
+    for f in failures {
+        let _ = writeln!(
+            s,
+            "- `{}`: largest abs error {}, rel error {}\n\n```\n{}\n```\n",
+            f["trial"].as_str().unwrap_or("?"),
+            f["max_abs"],
+            f["max_rel"],
+            f["message"].as_str().unwrap_or("")
+        );
+    }
+    s
+}
+
+fn compare_baseline(path: &Path, now: &serde_json::Value) -> Result<usize> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading baseline {}", path.display()))?;
+    let base: serde_json::Value = serde_json::from_str(&text)?;
+    let good = |o: &str| o == "pass" || o == "expected_failure";
+    let mut newly_failing = Vec::new();
+    let mut newly_passing = Vec::new();
+    let mut worse = Vec::new();
+    for (name, t) in now["trials"].as_object().into_iter().flatten() {
+        let o = t["outcome"].as_str().unwrap_or("");
+        let b = &base["trials"][name];
+        let bo = b["outcome"].as_str().unwrap_or("absent");
+        if (o == "fail" || o == "unexpected_pass") && (good(bo) || bo == "absent") {
+            newly_failing.push(format!("{name} ({bo} -> {o})"));
+        } else if o == "pass" && (bo == "fail" || bo == "unexpected_pass") {
+            newly_passing.push(name.clone());
+        } else if o == "pass" && bo == "pass" {
+            let (a, e) = (
+                t["max_abs"].as_f64().unwrap_or(0.0),
+                b["max_abs"].as_f64().unwrap_or(0.0),
+            );
+            // A larger error that still passes: worth a look, counted when it doubles.
+            if a > 2.0 * e && a > 1e-12 {
+                worse.push(format!("{name} (largest abs error {e:e} -> {a:e})"));
+            }
+        }
+    }
+    for (title, list) in [
+        ("newly failing", &newly_failing),
+        ("newly passing", &newly_passing),
+        ("worse (error at least doubled)", &worse),
+    ] {
+        println!("{title}: {}", list.len());
+        for l in list.iter().take(50) {
+            println!("  {l}");
+        }
+    }
+    Ok(newly_failing.len() + worse.len())
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn junit(t: &Trials) -> String {
+    let mut by_op: BTreeMap<&str, Vec<&Trial>> = BTreeMap::new();
+    for r in &t.records {
+        by_op.entry(r.op.as_str()).or_default().push(r);
+    }
+    let mut s = String::from(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"onnx-conformance\">\n",
+    );
+    for (op, list) in by_op {
+        let failures = list
+            .iter()
+            .filter(|r| r.outcome == "fail" || r.outcome == "unexpected_pass")
+            .count();
+        let skipped = list
+            .iter()
+            .filter(|r| !matches!(r.outcome.as_str(), "pass" | "fail" | "unexpected_pass"))
+            .count();
+        let _ = writeln!(
+            s,
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\">",
+            xml_escape(op),
+            list.len()
+        );
+        for r in list {
+            let _ = write!(
+                s,
+                "    <testcase classname=\"{}\" name=\"{}\"",
+                xml_escape(&r.source),
+                xml_escape(&r.trial)
+            );
+            let msg = xml_escape(r.message.as_deref().unwrap_or(""));
+            match r.outcome.as_str() {
+                "pass" => s.push_str("/>\n"),
+                "fail" | "unexpected_pass" => {
+                    let _ = writeln!(
+                        s,
+                        ">\n      <failure message=\"{}\">{msg}</failure>\n    </testcase>",
+                        xml_escape(&r.outcome)
+                    );
+                }
+                other => {
+                    let _ = writeln!(
+                        s,
+                        ">\n      <skipped message=\"{} {msg}\"/>\n    </testcase>",
+                        xml_escape(other)
+                    );
+                }
+            }
+        }
+        s.push_str("  </testsuite>\n");
+    }
+    s.push_str("</testsuites>\n");
+    s
+}
