@@ -21,7 +21,13 @@ pub struct Expectations {
 #[serde(deny_unknown_fields)]
 pub struct Entry {
     /// A trial name, or a pattern where `*` matches any run of characters.
+    #[serde(default = "any")]
     pub trial: String,
+    /// For expected failures: a pattern the failure message must match
+    /// (`*` wildcards; the pattern is searched anywhere in the message).
+    /// Such entries describe a runtime's known limitation wherever it shows,
+    /// so a matching trial that passes is simply a pass.
+    pub message: Option<String>,
     pub reason: String,
     /// The backend the entry applies to (default: "ours").
     #[serde(default = "ours")]
@@ -30,6 +36,10 @@ pub struct Entry {
 
 fn ours() -> String {
     "ours".to_string()
+}
+
+fn any() -> String {
+    "*".to_string()
 }
 
 /// What the expectations say about one trial.
@@ -57,13 +67,18 @@ impl Expectations {
                 bail!("entry for '{}' has an empty reason", entry.trial);
             }
         }
+        for entry in &e.skip {
+            if entry.message.is_some() {
+                bail!("skip entry for '{}' has a message pattern; only expected failures match messages", entry.trial);
+            }
+        }
         Ok(e)
     }
 
     pub fn lookup(&self, trial: &str, backend: &str) -> Expect {
         let hit = |list: &[Entry]| {
             list.iter()
-                .find(|e| e.backend == backend && glob(&e.trial, trial))
+                .find(|e| e.backend == backend && e.message.is_none() && glob(&e.trial, trial))
                 .map(|e| e.reason.clone())
         };
         if let Some(r) = hit(&self.skip) {
@@ -75,12 +90,30 @@ impl Expectations {
         Expect::Pass
     }
 
-    /// Entries for `backend` that match none of `trials` (stale entries).
+    /// The reason of a message-pattern entry that explains this failure.
+    pub fn known_failure(&self, trial: &str, backend: &str, message: &str) -> Option<String> {
+        self.expected_failure
+            .iter()
+            .find(|e| {
+                e.backend == backend
+                    && glob(&e.trial, trial)
+                    && e.message
+                        .as_ref()
+                        .is_some_and(|m| glob(&format!("*{m}*"), message))
+            })
+            .map(|e| e.reason.clone())
+    }
+
+    /// Trial-name entries for `backend` that match none of `trials` (stale entries).
     pub fn unused<'a>(&'a self, trials: &[String], backend: &str) -> Vec<&'a Entry> {
         self.expected_failure
             .iter()
             .chain(&self.skip)
-            .filter(|e| e.backend == backend && !trials.iter().any(|t| glob(&e.trial, t)))
+            .filter(|e| {
+                e.backend == backend
+                    && e.message.is_none()
+                    && !trials.iter().any(|t| glob(&e.trial, t))
+            })
             .collect()
     }
 }
@@ -148,6 +181,28 @@ mod tests {
             Expect::Skip("slow".into())
         );
         assert_eq!(e.unused(&["node/test_y".into()], "ours").len(), 1);
+    }
+
+    #[test]
+    fn message_patterns_explain_failures_only() {
+        let e = Expectations::parse(
+            "[[expected_failure]]\nbackend = \"onnxruntime\"\nmessage = \"Could not find an implementation for Pad(*)\"\nreason = \"no kernel\"\n",
+        )
+        .unwrap();
+        assert_eq!(e.lookup("node/x", "onnxruntime"), Expect::Pass);
+        let msg =
+            "onnxruntime rejected the model: Could not find an implementation for Pad(1) node";
+        assert_eq!(
+            e.known_failure("node/x", "onnxruntime", msg),
+            Some("no kernel".into())
+        );
+        assert_eq!(
+            e.known_failure("node/x", "onnxruntime", "values differ"),
+            None
+        );
+        assert_eq!(e.known_failure("node/x", "ours", msg), None);
+        assert!(e.unused(&[], "onnxruntime").is_empty());
+        assert!(Expectations::parse("[[skip]]\nmessage = \"x\"\nreason = \"r\"\n").is_err());
     }
 
     #[test]

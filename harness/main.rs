@@ -7,7 +7,6 @@
 //! `ONNX_REPORT=<file>` writes every trial's outcome as JSON (used by
 //! `cargo xtask report`).
 
-mod compare;
 mod discover;
 mod expectations;
 mod record;
@@ -58,9 +57,10 @@ fn backend() -> Result<Arc<dyn Backend>> {
     let name = std::env::var("ONNX_BACKEND").unwrap_or_else(|_| "ours".to_string());
     match name.as_str() {
         "" | "ours" => Ok(Arc::new(Ours::default())),
-        other => onnx_conformance::backend::by_name(other)
-            .map(Arc::from)
-            .or_else(|e| bail!("ONNX_BACKEND={other}: {e}")),
+        other => match onnx_conformance::backend::by_name(other) {
+            Ok(b) => Ok(Arc::from(b)),
+            Err(e) => bail!("ONNX_BACKEND={other}: {e}"),
+        },
     }
 }
 
@@ -202,6 +202,7 @@ fn trial(
 ) -> Trial {
     let expect = ctx.expectations.lookup(&name, ctx.backend.name());
     let c = ctx.clone();
+    let trial_name = name.clone();
     let trial = Trial::ignorable_test(name, move || {
         let (outcome, result) = match &expect {
             Expect::Skip(reason) => (
@@ -212,7 +213,18 @@ fn trial(
                 let v = run();
                 match v.failure.clone() {
                     None => (Outcome::Pass.with("", Some(&v)), Ok(Completion::Completed)),
-                    Some(m) => (Outcome::Fail.with(&m, Some(&v)), Err(Failed::from(m))),
+                    Some(m) => match c
+                        .expectations
+                        .known_failure(&trial_name, c.backend.name(), &m)
+                    {
+                        Some(reason) => (
+                            Outcome::ExpectedFailure.with(&reason, Some(&v)),
+                            Ok(Completion::ignored_with(format!(
+                                "expected failure: {reason}"
+                            ))),
+                        ),
+                        None => (Outcome::Fail.with(&m, Some(&v)), Err(Failed::from(m))),
+                    },
                 }
             }
             Expect::Fail(reason) => {

@@ -1,9 +1,9 @@
 //! Runs one data set of one case through a backend and compares outputs.
 
-use crate::compare::{self, Mismatch};
 use crate::discover::{numbered, Case};
 use anyhow::{Context, Result};
 use onnx_conformance::backend::Backend;
+use onnx_conformance::compare::{self, Mismatch};
 use onnx_conformance::{proto, Storage, Tensor};
 use std::path::{Path, PathBuf};
 

@@ -2,8 +2,6 @@
 //! so its modules' tests run here.
 #![allow(dead_code)]
 
-#[path = "compare.rs"]
-mod compare;
 #[path = "discover.rs"]
 mod discover;
 #[path = "expectations.rs"]

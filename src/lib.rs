@@ -8,6 +8,7 @@
 //! - [`ops`]: the kernels (`pad`, ...) and their registry.
 
 pub mod backend;
+pub mod compare;
 pub mod error;
 pub mod graph;
 pub mod model;

@@ -2,6 +2,7 @@
 
 mod bench;
 mod fetch_cases;
+mod ort_path;
 mod python;
 mod report;
 mod schema_diff;
@@ -26,6 +27,8 @@ enum Cmd {
     FetchCases(fetch_cases::Args),
     /// Measure kernel throughput next to references run in the same process or run.
     Bench(bench::Args),
+    /// Install the pinned onnxruntime wheel and print its shared library's path (for ORT_DYLIB_PATH).
+    OrtPath,
     /// Run the conformance suite and write target/conformance/report.{md,json}.
     Report(report::Args),
     /// Print the schema differences between versions of an operator.
@@ -48,6 +51,7 @@ fn main() -> Result<()> {
     match Cli::parse().command {
         Cmd::FetchCases(args) => fetch_cases::run(args),
         Cmd::Bench(args) => bench::run(args),
+        Cmd::OrtPath => ort_path::run(),
         Cmd::Report(args) => report::run(args),
         Cmd::SchemaDiff(args) => schema_diff::run(args),
     }

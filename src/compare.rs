@@ -1,4 +1,5 @@
-//! Output comparison: dtype and shape first, then values.
+//! Output comparison: dtype and shape first, then values. Used by the
+//! conformance harness and by differential runs.
 //!
 //! Tolerance policy (the one place it is written in code; the README repeats
 //! it): integers, bool, strings and the 8-bit-or-smaller float kinds compare
@@ -8,7 +9,7 @@
 
 use half::{bf16, f16};
 use ndarray::ArrayD;
-use onnx_conformance::{DataType, Storage, Tensor};
+use crate::tensor::{DataType, Storage, Tensor};
 use std::fmt::Write;
 
 /// (atol, rtol) for a float type; `None` means exact comparison.
@@ -226,7 +227,7 @@ pub fn describe(m: &Mismatch, shape: &[usize], tol: Option<(f64, f64)>) -> Strin
 pub fn lines(t: &Tensor) -> String {
     let shape = t.shape().to_vec();
     let mut out = String::new();
-    onnx_conformance::with_storage!(t.storage(), a => {
+    crate::with_storage!(t.storage(), a => {
         for (i, v) in a.iter().enumerate() {
             let _ = writeln!(out, "{:?} {:?}", unravel(i, &shape), v);
         }
@@ -234,10 +235,7 @@ pub fn lines(t: &Tensor) -> String {
     out
 }
 
-// The conformance target compiles with cfg(test) but without libtest, so
-// these tests run from the harness-unit target.
 #[cfg(test)]
-#[allow(unused_imports)]
 mod tests {
     use super::*;
 

@@ -1,6 +1,11 @@
 //! The seam through which any runtime is judged by the same suite: our
 //! kernels, or another runtime behind a cargo feature.
 
+#[cfg(feature = "onnxruntime")]
+pub mod onnxruntime;
+#[cfg(feature = "tract")]
+pub mod tract;
+
 use crate::model::Model;
 use crate::ops::Limits;
 use crate::tensor::Tensor;
@@ -42,13 +47,24 @@ impl Backend for Ours {
 
 /// The runtimes this build can judge, by `ONNX_BACKEND` name.
 pub fn available() -> Vec<&'static str> {
-    vec!["ours"]
+    let mut v = vec!["ours"];
+    if cfg!(feature = "onnxruntime") {
+        v.push("onnxruntime");
+    }
+    if cfg!(feature = "tract") {
+        v.push("tract");
+    }
+    v
 }
 
 /// A backend by name.
 pub fn by_name(name: &str) -> Result<Box<dyn Backend>, String> {
     match name {
         "ours" => Ok(Box::new(Ours::default())),
+        #[cfg(feature = "onnxruntime")]
+        "onnxruntime" => Ok(Box::new(onnxruntime::OnnxRuntime::new()?)),
+        #[cfg(feature = "tract")]
+        "tract" => Ok(Box::new(tract::Tract)),
         other => Err(format!(
             "unknown backend '{other}' (this build knows: {}; other runtimes need their cargo feature)",
             available().join(", ")
