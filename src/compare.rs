@@ -7,9 +7,9 @@
 //! NaN equals NaN; an infinity only equals the same infinity. Complex values
 //! compare their real and imaginary parts with the tolerance of the part type.
 
+use crate::tensor::{DataType, Storage, Tensor};
 use half::{bf16, f16};
 use ndarray::ArrayD;
-use crate::tensor::{DataType, Storage, Tensor};
 use std::fmt::Write;
 
 /// (atol, rtol) for a float type; `None` means exact comparison.

@@ -26,11 +26,15 @@ pub fn library_path() -> Result<PathBuf, String> {
     let found = std::fs::read_dir(&venv).ok().and_then(|dirs| {
         dirs.flatten().find_map(|py| {
             let capi = py.path().join("site-packages/onnxruntime/capi");
-            std::fs::read_dir(&capi).ok()?.flatten().map(|e| e.path()).find(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with("libonnxruntime.so"))
-            })
+            std::fs::read_dir(&capi)
+                .ok()?
+                .flatten()
+                .map(|e| e.path())
+                .find(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("libonnxruntime.so"))
+                })
         })
     });
     found.ok_or_else(|| {
@@ -47,8 +51,11 @@ impl OnnxRuntime {
         let env = ENV
             .get_or_init(|| {
                 let path = library_path()?;
-                let builder = ort::init_from(&path).map_err(|e| format!("loading {}: {e}", path.display()))?;
-                let env = builder.build().map_err(|e| format!("initializing onnxruntime: {e}"))?;
+                let builder = ort::init_from(&path)
+                    .map_err(|e| format!("loading {}: {e}", path.display()))?;
+                let env = builder
+                    .build()
+                    .map_err(|e| format!("initializing onnxruntime: {e}"))?;
                 // Failures come back as errors; the log would repeat them on stderr.
                 env.set_log_level(ort::logging::LogLevel::Fatal);
                 Ok(env)
@@ -87,7 +94,10 @@ fn to_value(t: &Tensor) -> Result<DynValue, String> {
                 .map(|v| v.into_dyn())
                 .map_err(|e| e.to_string())
         }
-        _ => Err(format!("the onnxruntime backend does not pass tensor({}) inputs", t.dtype())),
+        _ => Err(format!(
+            "the onnxruntime backend does not pass tensor({}) inputs",
+            t.dtype()
+        )),
     }
 }
 
@@ -100,7 +110,9 @@ fn from_value(v: &DynValue) -> Result<Tensor, String> {
         ($t:ty) => {{
             let (shape, data) = v.try_extract_tensor::<$t>().map_err(|e| e.to_string())?;
             let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
-            Tensor::from_array(ArrayD::from_shape_vec(IxDyn(&dims), data.to_vec()).map_err(|e| e.to_string())?)
+            Tensor::from_array(
+                ArrayD::from_shape_vec(IxDyn(&dims), data.to_vec()).map_err(|e| e.to_string())?,
+            )
         }};
     }
     Ok(match ty {
@@ -120,9 +132,15 @@ fn from_value(v: &DynValue) -> Result<Tensor, String> {
         TensorElementType::String => {
             let (shape, data) = v.try_extract_strings().map_err(|e| e.to_string())?;
             let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
-            Tensor::from_array(ArrayD::from_shape_vec(IxDyn(&dims), data).map_err(|e| e.to_string())?)
+            Tensor::from_array(
+                ArrayD::from_shape_vec(IxDyn(&dims), data).map_err(|e| e.to_string())?,
+            )
         }
-        other => return Err(format!("the onnxruntime backend does not read {other:?} outputs")),
+        other => {
+            return Err(format!(
+                "the onnxruntime backend does not read {other:?} outputs"
+            ))
+        }
     })
 }
 
@@ -131,7 +149,12 @@ impl Backend for OnnxRuntime {
         "onnxruntime"
     }
 
-    fn run(&self, model: &Model, model_bytes: &[u8], inputs: &[Tensor]) -> Result<Vec<Tensor>, String> {
+    fn run(
+        &self,
+        model: &Model,
+        model_bytes: &[u8],
+        inputs: &[Tensor],
+    ) -> Result<Vec<Tensor>, String> {
         let builder = Session::builder(&self.env).map_err(|e| e.to_string())?;
         let mut builder = builder.with_intra_threads(1).map_err(|e| e.to_string())?;
         let mut session = builder
@@ -142,16 +165,19 @@ impl Backend for OnnxRuntime {
         for (name, t) in names.iter().zip(inputs) {
             feeds.push((name.to_string(), to_value(t)?));
         }
-        let outputs = session.run(feeds).map_err(|e| format!("onnxruntime failed: {e}"))?;
+        let outputs = session
+            .run(feeds)
+            .map_err(|e| format!("onnxruntime failed: {e}"))?;
         model
             .graph
             .outputs
             .iter()
             .map(|o| {
-                let v = outputs.get(o.name.as_str()).ok_or_else(|| format!("onnxruntime returned no output '{}'", o.name))?;
+                let v = outputs
+                    .get(o.name.as_str())
+                    .ok_or_else(|| format!("onnxruntime returned no output '{}'", o.name))?;
                 from_value(v)
             })
             .collect()
     }
 }
-

@@ -1,6 +1,7 @@
 //! `cargo xtask <command>`: project automation, one file per command.
 
 mod bench;
+mod diff;
 mod fetch_cases;
 mod ort_path;
 mod python;
@@ -27,6 +28,8 @@ enum Cmd {
     FetchCases(fetch_cases::Args),
     /// Measure kernel throughput next to references run in the same process or run.
     Bench(bench::Args),
+    /// Differential run: random cases through us and another runtime.
+    Diff(diff::Args),
     /// Install the pinned onnxruntime wheel and print its shared library's path (for ORT_DYLIB_PATH).
     OrtPath,
     /// Run the conformance suite and write target/conformance/report.{md,json}.
@@ -51,6 +54,7 @@ fn main() -> Result<()> {
     match Cli::parse().command {
         Cmd::FetchCases(args) => fetch_cases::run(args),
         Cmd::Bench(args) => bench::run(args),
+        Cmd::Diff(args) => diff::run(args),
         Cmd::OrtPath => ort_path::run(),
         Cmd::Report(args) => report::run(args),
         Cmd::SchemaDiff(args) => schema_diff::run(args),

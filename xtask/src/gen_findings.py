@@ -1,0 +1,114 @@
+# Writes the kept differential findings as cases (backend-test layout) into
+# <out>/<case>/, with expected outputs from numpy or onnx's reference
+# implementation, never from our kernels. Each case is the minimal input on
+# which a runtime disagrees with the spec; cases/differential/FINDINGS.md
+# says which runtime, what it does and what the spec text says.
+#
+# Regenerate: target/xtask/cases-venv/bin/python xtask/src/gen_findings.py cases/differential
+import os
+import shutil
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+
+def write(root, name, node, inputs, y, opset, inits=()):
+    """inputs: list of (name, array); inits: list of (name, array)."""
+    graph = helper.make_graph(
+        [node],
+        name,
+        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape)) for n, a in inputs],
+        [helper.make_tensor_value_info("y", helper.np_dtype_to_tensor_dtype(y.dtype), list(y.shape))],
+        initializer=[numpy_helper.from_array(a, n) for n, a in inits],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_operatorsetid("", opset)])
+    model.ir_version = 10 if opset <= 21 else 11
+    d = os.path.join(root, name)
+    if os.path.exists(d):
+        shutil.rmtree(d)
+    os.makedirs(os.path.join(d, "test_data_set_0"))
+    with open(os.path.join(d, "model.onnx"), "wb") as f:
+        f.write(model.SerializeToString())
+    for k, (n, a) in enumerate(inputs):
+        with open(os.path.join(d, "test_data_set_0", f"input_{k}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(a, n).SerializeToString())
+    with open(os.path.join(d, "test_data_set_0", "output_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(y, "y").SerializeToString())
+    return model
+
+
+def main():
+    root = sys.argv[1]
+    os.makedirs(root, exist_ok=True)
+
+    # Pad's own documentation, example 2: reflect with a pad as long as the axis.
+    x = np.array([[1.0, 1.2], [2.3, 3.4], [4.5, 5.7]], dtype=np.float32)
+    pads = np.array([0, 2, 0, 0], dtype=np.int64)
+    y = np.pad(x, [(0, 0), (2, 0)], mode="reflect")
+    write(root, "pad_reflect_spec_example_2", helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect"),
+          [("x", x)], y, 18, inits=[("pads", pads)])
+
+    # reflect on an axis of length 1: numpy.pad repeats the value.
+    x = np.array([[1.5], [-2.0], [3.25]], dtype=np.float32)
+    y = np.pad(x, [(0, 0), (2, 1)], mode="reflect")
+    write(root, "pad_reflect_axis_length_1", helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect"),
+          [("x", x)], y, 18, inits=[("pads", np.array([0, 2, 0, 1], dtype=np.int64))])
+
+    # edge mode, a crop that empties the axis and no padding: an empty result.
+    x = np.array([1, 2, 3, 4, 5], dtype=np.int32)
+    y = x[5:]
+    write(root, "pad_edge_crop_to_empty", helper.make_node("Pad", ["x", "pads"], ["y"], mode="edge"),
+          [("x", x)], y, 18, inits=[("pads", np.array([0, -5], dtype=np.int64))])
+
+    # Negative pads with edge mode (crop, then pad): Pad-2's attribute form.
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    y = np.pad(x[1:, :3], [(0, 2), (1, 0)], mode="edge")
+    write(root, "pad2_edge_negative_pads", helper.make_node("Pad", ["x"], ["y"], mode="edge", pads=[-1, 1, 2, -1]),
+          [("x", x)], y, 2)
+
+    # float16 data in an opset-2 model (Pad-2 allows float16).
+    x = np.array([[0.5, -1.0], [2.0, 4.0]], dtype=np.float16)
+    y = np.pad(x, [(1, 0), (0, 1)], mode="constant", constant_values=np.float16(1.5))
+    write(root, "pad2_float16", helper.make_node("Pad", ["x"], ["y"], mode="constant", pads=[1, 0, 0, 1], value=1.5),
+          [("x", x)], y, 2)
+
+    # Conv, float16, SAME_UPPER with a stride larger than the kernel: the
+    # total padding max(0, (out - 1) * stride + k - in) is 0.
+    x = np.array([[[0.788, -2.12, 2.52, -2.256]]], dtype=np.float16)
+    w = np.array([[[3.896]]], dtype=np.float16)
+    node = helper.make_node("Conv", ["x", "w"], ["y"], strides=[4], auto_pad="SAME_UPPER")
+    m = write(root, "conv_float16_same_upper_stride_gt_kernel", node, [("x", x)], np.zeros((1, 1, 1), np.float16), 11,
+              inits=[("w", w)])
+    (y,) = ReferenceEvaluator(m).run(None, {"x": x})
+    write(root, "conv_float16_same_upper_stride_gt_kernel", node, [("x", x)], y.astype(np.float16), 11, inits=[("w", w)])
+
+    # Conv with dilations and SAME_LOWER (the spec defines the padding with the dilated kernel).
+    x = np.arange(1, 8, dtype=np.float32).reshape(1, 1, 7)
+    w = np.array([[[1.0, -1.0, 2.0]]], dtype=np.float32)
+    node = helper.make_node("Conv", ["x", "w"], ["y"], dilations=[2], auto_pad="SAME_LOWER")
+    m = write(root, "conv_same_lower_dilated", node, [("x", x)], np.zeros((1, 1, 7), np.float32), 11, inits=[("w", w)])
+    (y,) = ReferenceEvaluator(m).run(None, {"x": x})
+    write(root, "conv_same_lower_dilated", node, [("x", x)], y, 11, inits=[("w", w)])
+
+    # Conv on double, which every Conv version allows.
+    x = np.arange(6, dtype=np.float64).reshape(1, 1, 6) / 4
+    w = np.array([[[0.5, -0.25]]], dtype=np.float64)
+    node = helper.make_node("Conv", ["x", "w"], ["y"])
+    m = write(root, "conv_double", node, [("x", x)], np.zeros((1, 1, 5)), 11, inits=[("w", w)])
+    (y,) = ReferenceEvaluator(m).run(None, {"x": x})
+    write(root, "conv_double", node, [("x", x)], y, 11, inits=[("w", w)])
+
+    # CenterCropPad with an int32 target shape (Tind allows int32).
+    x = np.arange(10, dtype=np.float32).reshape(2, 5)
+    shape = np.array([3, 2], dtype=np.int32)
+    node = helper.make_node("CenterCropPad", ["x", "shape"], ["y"])
+    y = np.zeros((3, 2), np.float32)
+    y[0:2, :] = x[:, 1:3]
+    write(root, "center_crop_pad_int32_shape", node, [("x", x), ("shape", shape)], y, 18)
+
+
+if __name__ == "__main__":
+    main()
