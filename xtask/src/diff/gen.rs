@@ -139,9 +139,9 @@ impl Case {
                 if c.shape.contains(&0) {
                     t.push("empty_axis".into());
                 }
-                for i in 0..n {
+                for (i, &axis) in axes.iter().enumerate().take(n) {
                     let (b, e) = (c.pads[i], c.pads[i + n]);
-                    let dim = c.shape.get(axes[i]).copied().unwrap_or(0) as i64;
+                    let dim = c.shape.get(axis).copied().unwrap_or(0) as i64;
                     if b < 0 || e < 0 {
                         t.push("negative_pads".into());
                     }
