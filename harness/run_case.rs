@@ -99,9 +99,21 @@ pub fn run_prepared(label: &str, p: &Prepared, backend: &dyn Backend, artifacts:
         max_abs: f64::NAN,
         max_rel: f64::NAN,
     };
-    let actual = match backend.run(&p.model, &p.bytes, &p.inputs) {
-        Ok(a) => a,
-        Err(e) => return fail(format!("{} failed: {e}", backend.name())),
+    // A runtime that panics is judged like one that returns an error.
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        backend.run(&p.model, &p.bytes, &p.inputs)
+    }));
+    let actual = match run {
+        Ok(Ok(a)) => a,
+        Ok(Err(e)) => return fail(format!("{} failed: {e}", backend.name())),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
+            return fail(format!("{} panicked: {what}", backend.name()));
+        }
     };
     if actual.len() != p.outputs.len() {
         return fail(format!(

@@ -390,7 +390,13 @@ fn plan(
         }
         let kept = n - crop;
         let grow = b.max(0) as u128 + e.max(0) as u128;
-        if kept == 0 && grow > 0 && mode != Mode::Constant {
+        // Copying from an empty axis is impossible only when the output
+        // has elements at all (another axis may be empty too).
+        let others_empty = shape.iter().enumerate().any(|(a, &d)| {
+            let (b, e) = (spec.begin[a] as i128, spec.end[a] as i128);
+            a != axis && d as i128 + b + e <= 0
+        });
+        if kept == 0 && grow > 0 && mode != Mode::Constant && !others_empty {
             return Err(KernelError::input(
                 "pads",
                 format!("axis {axis} is empty{}; mode {mode:?} has nothing to copy from (only constant mode can pad an empty axis)",
@@ -688,6 +694,16 @@ mod tests {
         }
         let y = pad_tensor(&t, &spec, Mode::Constant, &FillValue::Float(5.0), 1 << 30).unwrap();
         assert_eq!(values(&y), vec![5.0, 5.0]);
+    }
+
+    #[test]
+    fn empty_outputs_need_nothing_to_copy() {
+        // Axis 0 is emptied by the crop and padded by edge, but axis 1 has
+        // no elements: the output [1, 0] is empty, so there is nothing to copy.
+        let t = Tensor::from_vec(&[1, 0], Vec::<f32>::new());
+        let spec = pads_for_all_axes(&[-1, 0, 1, 0], None, 2, "pads").unwrap();
+        let y = pad_tensor(&t, &spec, Mode::Edge, &FillValue::Default, 1 << 30).unwrap();
+        assert_eq!(y.shape(), &[1, 0]);
     }
 
     #[test]

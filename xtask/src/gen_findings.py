@@ -101,6 +101,24 @@ def main():
     (y,) = ReferenceEvaluator(m).run(None, {"x": x})
     write(root, "conv_double", node, [("x", x)], y, 11, inits=[("w", w)])
 
+    # float16 Conv with a long reduction: the exact result rounded once to
+    # float16 (what float32 accumulation gives, within a unit in the last place).
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 16, 6)).astype(np.float16)
+    w = rng.standard_normal((2, 16, 3)).astype(np.float16)
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    y = np.zeros((1, 2, 4))
+    for m in range(2):
+        for o in range(4):
+            y[0, m, o] = np.sum(x64[0, :, o:o + 3] * w64[m])
+    write(root, "conv_float16_long_reduction", helper.make_node("Conv", ["x", "w"], ["y"]), [("x", x)],
+          y.astype(np.float16), 11, inits=[("w", w)])
+
+    # Negative pads on a length-1 axis: the crop empties it.
+    x = np.array([7], dtype=np.int32)
+    write(root, "pad_constant_crop_length_1", helper.make_node("Pad", ["x", "pads"], ["y"], mode="constant"),
+          [("x", x)], x[1:], 18, inits=[("pads", np.array([-1, 0], dtype=np.int64))])
+
     # CenterCropPad with an int32 target shape (Tind allows int32).
     x = np.arange(10, dtype=np.float32).reshape(2, 5)
     shape = np.array([3, 2], dtype=np.int32)

@@ -359,7 +359,11 @@ pub fn run(args: Args) -> Result<()> {
     let known = load_known(&root)?;
     let mut worker = build_worker(&args.against)?;
     let out_root = crate::target_dir().join("differential").join(&args.against);
-    let work = crate::target_dir().join("differential").join("work");
+    let work = crate::target_dir().join("differential").join(format!(
+        "work-{}-{}",
+        args.against,
+        std::process::id()
+    ));
     if out_root.exists() {
         std::fs::remove_dir_all(&out_root)?;
     }
@@ -436,6 +440,7 @@ pub fn run(args: Args) -> Result<()> {
             }
         }
     }
+    let _ = std::fs::remove_dir_all(&work);
     print_table(&args, &table);
     println!(
         "\n{written} disagreements written to {}",
