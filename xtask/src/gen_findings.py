@@ -85,6 +85,13 @@ def main():
     (y,) = ReferenceEvaluator(m).run(None, {"x": x})
     write(root, "conv_float16_same_upper_stride_gt_kernel", node, [("x", x)], y.astype(np.float16), 11, inits=[("w", w)])
 
+    # The same in float32.
+    xf, wf = x.astype(np.float32), w.astype(np.float32)
+    m = write(root, "conv_float_same_upper_stride_gt_kernel", node, [("x", xf)], np.zeros((1, 1, 1), np.float32), 11,
+              inits=[("w", wf)])
+    (y,) = ReferenceEvaluator(m).run(None, {"x": xf})
+    write(root, "conv_float_same_upper_stride_gt_kernel", node, [("x", xf)], y, 11, inits=[("w", wf)])
+
     # Conv with dilations and SAME_LOWER (the spec defines the padding with the dilated kernel).
     x = np.arange(1, 8, dtype=np.float32).reshape(1, 1, 7)
     w = np.array([[[1.0, -1.0, 2.0]]], dtype=np.float32)
