@@ -486,7 +486,9 @@ fn threads() -> usize {
     rayon::current_num_threads().max(1)
 }
 
-/// `dst[m x n] += lhs[m x k] * rhs[k x n]`, all row-major with the given row strides.
+/// `dst[m x n] += lhs[m x k] * rhs[k x n]`, all row-major with the given
+/// row strides, on up to `par` threads. f32 uses our AVX-512 kernel when the
+/// CPU has it (splitting columns across threads); otherwise the `gemm` crate.
 #[allow(clippy::too_many_arguments)]
 unsafe fn gemm_acc<T: Real>(
     m: usize,
@@ -500,6 +502,34 @@ unsafe fn gemm_acc<T: Real>(
     rhs_rs: usize,
     par: usize,
 ) {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && super::sgemm::available() {
+        let (d, l, r) = (SendPtr(dst as *mut f32), lhs as usize, rhs as usize);
+        let chunks = if par > 1 {
+            par.min(n.div_ceil(64)).max(1)
+        } else {
+            1
+        };
+        let width = n.div_ceil(chunks).div_ceil(32) * 32;
+        (0..chunks).into_par_iter().for_each(|i| {
+            let j0 = i * width;
+            if j0 < n {
+                let w = width.min(n - j0);
+                // SAFETY: each chunk writes its own columns j0..j0+w of dst.
+                super::sgemm::sgemm_acc(
+                    m,
+                    w,
+                    k,
+                    l as *const f32,
+                    lhs_rs,
+                    (r as *const f32).add(j0),
+                    rhs_rs,
+                    d.get().add(j0),
+                    dst_rs,
+                );
+            }
+        });
+        return;
+    }
     let parallelism = if par > 1 {
         gemm::Parallelism::Rayon(par)
     } else {
@@ -569,42 +599,50 @@ fn im2col_gemm<T: Real>(g: &Geometry, x: &[T], w: &[T], y: &mut [T]) {
     let jobs = g.batch * g.group * tiles;
     let par = if jobs >= threads() { 1 } else { threads() };
     let yp = SendPtr(y.as_mut_ptr());
-    (0..jobs).into_par_iter().with_max_len(1).for_each_init(
-        || vec![T::ZERO; kdim * tile],
-        |col, job| {
-            let t = job % tiles;
-            let gi = (job / tiles) % g.group;
-            let n = job / tiles / g.group;
-            let (j0, j1) = (t * tile, ((t + 1) * tile).min(os));
-            let width = j1 - j0;
-            let xo = (n * g.in_channels + gi * cg) * g.in_size();
-            im2col(
-                g,
-                &x[xo..xo + cg * g.in_size()],
-                cg,
-                j0,
-                j1,
-                &mut col[..kdim * width],
-            );
-            let yo = (n * g.out_channels + gi * mg) * os + j0;
-            // SAFETY: job (n, gi, t) writes rows gi*mg..(gi+1)*mg of image n,
-            // columns j0..j1 only: disjoint from every other job.
-            unsafe {
-                gemm_acc(
-                    mg,
-                    width,
-                    kdim,
-                    yp.get().add(yo),
-                    os,
-                    w.as_ptr().add(gi * mg * kdim),
-                    kdim,
-                    col.as_ptr(),
-                    width,
-                    par,
-                )
-            };
-        },
-    );
+    thread_local! {
+        static COL: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    (0..jobs).into_par_iter().with_max_len(1).for_each(|job| {
+        let t = job % tiles;
+        let gi = (job / tiles) % g.group;
+        let n = job / tiles / g.group;
+        let (j0, j1) = (t * tile, ((t + 1) * tile).min(os));
+        let width = j1 - j0;
+        // Take the thread's buffer out while it is in use: the GEMM below
+        // may run rayon work on this thread, which can re-enter this job.
+        let mut bytes = COL.with(|cell| std::mem::take(&mut *cell.borrow_mut()));
+        let need = kdim * width * std::mem::size_of::<T>() + std::mem::align_of::<T>();
+        if bytes.len() < need {
+            bytes.resize(need, 0);
+        }
+        let offset = bytes.as_ptr().align_offset(std::mem::align_of::<T>());
+        // SAFETY: the buffer holds `need` bytes from an aligned offset; T is
+        // f32 or f64 (plain data), and im2col writes every element before the
+        // GEMM reads it.
+        let col = unsafe {
+            std::slice::from_raw_parts_mut(bytes.as_mut_ptr().add(offset) as *mut T, kdim * width)
+        };
+        let xo = (n * g.in_channels + gi * cg) * g.in_size();
+        im2col(g, &x[xo..xo + cg * g.in_size()], cg, j0, j1, col);
+        let yo = (n * g.out_channels + gi * mg) * os + j0;
+        // SAFETY: job (n, gi, t) writes rows gi*mg..(gi+1)*mg of image n,
+        // columns j0..j1 only: disjoint from every other job.
+        unsafe {
+            gemm_acc(
+                mg,
+                width,
+                kdim,
+                yp.get().add(yo),
+                os,
+                w.as_ptr().add(gi * mg * kdim),
+                kdim,
+                col.as_ptr(),
+                width,
+                par,
+            )
+        };
+        COL.with(|cell| *cell.borrow_mut() = bytes);
+    });
 }
 
 /// Fills `col` (kdim rows x (j1 - j0) columns) with the input values each

@@ -1,0 +1,282 @@
+//! A single-precision GEMM for Conv on x86-64 with AVX-512F, used when the
+//! CPU has it; other machines (and f64) use the `gemm` crate.
+//!
+//! `C[m x n] += A[m x k] * B[k x n]`, all row-major with explicit row strides.
+//! Numerical contract: f32 products accumulated in f32 with fused
+//! multiply-add, in blocks of `KC` along k; NaN and infinities propagate.
+//!
+//! Structure: B is packed into panels of `NR` = 32 columns (two vectors), A
+//! into panels of `MR` = 14 rows, so the micro-kernel keeps a 14 x 32 block
+//! of C in 28 vector registers while it walks k.
+
+const MR: usize = 14;
+const NR: usize = 32;
+const KC: usize = 256;
+
+/// True when this CPU can run the AVX-512 path.
+pub fn available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// `C += A * B`; returns false (doing nothing) when AVX-512F is missing.
+///
+/// # Safety
+/// `a` must hold `m` rows of `k` values at stride `lda`, `b` `k` rows of `n`
+/// values at stride `ldb`, `c` `m` rows of `n` values at stride `ldc`, and
+/// `c` must not overlap `a` or `b`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn sgemm_acc(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: *const f32,
+    lda: usize,
+    b: *const f32,
+    ldb: usize,
+    c: *mut f32,
+    ldc: usize,
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if available() {
+            imp::sgemm(m, n, k, a, lda, b, ldb, c, ldc);
+            return true;
+        }
+    }
+    let _ = (m, n, k, a, lda, b, ldb, c, ldc);
+    false
+}
+
+#[cfg(target_arch = "x86_64")]
+mod imp {
+    use super::{KC, MR, NR};
+    use std::arch::x86_64::*;
+
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn sgemm(
+        m: usize,
+        n: usize,
+        k: usize,
+        a: *const f32,
+        lda: usize,
+        b: *const f32,
+        ldb: usize,
+        c: *mut f32,
+        ldc: usize,
+    ) {
+        if m == 0 || n == 0 || k == 0 {
+            return;
+        }
+        let n_panels = n.div_ceil(NR);
+        let m_panels = m.div_ceil(MR);
+        // Packing buffers are reused per thread: allocating them per call
+        // costs page faults and TLB shootdowns when they are returned.
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<(Vec<f32>, Vec<f32>)> = const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+        }
+        let (mut pa, mut pb) = SCRATCH.with(|cell| std::mem::take(&mut *cell.borrow_mut()));
+        let (need_a, need_b) = (m_panels * MR * KC.min(k), n_panels * NR * KC.min(k));
+        if pa.len() < need_a {
+            pa.resize(need_a, 0.0);
+        }
+        if pb.len() < need_b {
+            pb.resize(need_b, 0.0);
+        }
+        blocked(m, n, k, a, lda, b, ldb, c, ldc, &mut pa, &mut pb);
+        SCRATCH.with(|cell| *cell.borrow_mut() = (pa, pb));
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn blocked(
+        m: usize,
+        n: usize,
+        k: usize,
+        a: *const f32,
+        lda: usize,
+        b: *const f32,
+        ldb: usize,
+        c: *mut f32,
+        ldc: usize,
+        pa: &mut [f32],
+        pb: &mut [f32],
+    ) {
+        let n_panels = n.div_ceil(NR);
+        let m_panels = m.div_ceil(MR);
+        let mut k0 = 0;
+        while k0 < k {
+            let kc = KC.min(k - k0);
+            // Pack B[k0..k0+kc, :] into column panels of NR, zero-padded.
+            for p in 0..n_panels {
+                let j0 = p * NR;
+                let w = NR.min(n - j0);
+                let dst = &mut pb[p * NR * kc..(p + 1) * NR * kc];
+                for kk in 0..kc {
+                    let src = b.add((k0 + kk) * ldb + j0);
+                    let row = &mut dst[kk * NR..(kk + 1) * NR];
+                    std::ptr::copy_nonoverlapping(src, row.as_mut_ptr(), w);
+                    row[w..].fill(0.0);
+                }
+            }
+            // Pack A[:, k0..k0+kc] into row panels of MR, k-major, zero-padded.
+            for p in 0..m_panels {
+                let i0 = p * MR;
+                let h = MR.min(m - i0);
+                let dst = &mut pa[p * MR * kc..(p + 1) * MR * kc];
+                for r in 0..MR {
+                    for kk in 0..kc {
+                        dst[kk * MR + r] = if r < h {
+                            *a.add((i0 + r) * lda + k0 + kk)
+                        } else {
+                            0.0
+                        };
+                    }
+                }
+            }
+            for pm in 0..m_panels {
+                let i0 = pm * MR;
+                let h = MR.min(m - i0);
+                for pn in 0..n_panels {
+                    let j0 = pn * NR;
+                    let w = NR.min(n - j0);
+                    kernel(
+                        kc,
+                        pa.as_ptr().add(pm * MR * kc),
+                        pb.as_ptr().add(pn * NR * kc),
+                        c.add(i0 * ldc + j0),
+                        ldc,
+                        h,
+                        w,
+                    );
+                }
+            }
+            k0 += kc;
+        }
+    }
+
+    /// C[h x w] += Apanel (kc x MR) * Bpanel (kc x NR), for h <= MR, w <= NR.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn kernel(
+        kc: usize,
+        pa: *const f32,
+        pb: *const f32,
+        c: *mut f32,
+        ldc: usize,
+        h: usize,
+        w: usize,
+    ) {
+        let mut acc = [_mm512_setzero_ps(); 2 * MR];
+        for kk in 0..kc {
+            let b0 = _mm512_loadu_ps(pb.add(kk * NR));
+            let b1 = _mm512_loadu_ps(pb.add(kk * NR + 16));
+            let ap = pa.add(kk * MR);
+            // Unrolled by the compiler: MR is a constant.
+            for r in 0..MR {
+                let av = _mm512_set1_ps(*ap.add(r));
+                acc[2 * r] = _mm512_fmadd_ps(av, b0, acc[2 * r]);
+                acc[2 * r + 1] = _mm512_fmadd_ps(av, b1, acc[2 * r + 1]);
+            }
+        }
+        if w == NR {
+            for r in 0..h {
+                let cp = c.add(r * ldc);
+                _mm512_storeu_ps(cp, _mm512_add_ps(_mm512_loadu_ps(cp), acc[2 * r]));
+                _mm512_storeu_ps(
+                    cp.add(16),
+                    _mm512_add_ps(_mm512_loadu_ps(cp.add(16)), acc[2 * r + 1]),
+                );
+            }
+        } else {
+            // A partial panel: masked loads and stores touch only w columns.
+            let m0: __mmask16 = if w >= 16 {
+                0xFFFF
+            } else {
+                ((1u32 << w) - 1) as u16
+            };
+            let m1: __mmask16 = if w <= 16 {
+                0
+            } else {
+                ((1u32 << (w - 16)) - 1) as u16
+            };
+            for r in 0..h {
+                let cp = c.add(r * ldc);
+                let c0 = _mm512_maskz_loadu_ps(m0, cp);
+                _mm512_mask_storeu_ps(cp, m0, _mm512_add_ps(c0, acc[2 * r]));
+                if m1 != 0 {
+                    let c1 = _mm512_maskz_loadu_ps(m1, cp.add(16));
+                    _mm512_mask_storeu_ps(cp.add(16), m1, _mm512_add_ps(c1, acc[2 * r + 1]));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_a_plain_triple_loop() {
+        if !available() {
+            return; // nothing to test on this CPU: Conv uses the gemm crate
+        }
+        let mut seed = 7u64;
+        let mut rnd = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        };
+        for &(m, n, k) in &[
+            (1, 1, 1),
+            (14, 32, 5),
+            (15, 33, 300),
+            (64, 100, 576),
+            (3, 7, 2),
+            (29, 65, 257),
+        ] {
+            let (lda, ldb, ldc) = (k + 3, n + 1, n + 5);
+            let a: Vec<f32> = (0..m * lda).map(|_| rnd()).collect();
+            let b: Vec<f32> = (0..k * ldb).map(|_| rnd()).collect();
+            let mut c: Vec<f32> = (0..m * ldc).map(|_| rnd()).collect();
+            let mut want = c.clone();
+            for i in 0..m {
+                for j in 0..n {
+                    let mut s = 0f64;
+                    for p in 0..k {
+                        s += a[i * lda + p] as f64 * b[p * ldb + j] as f64;
+                    }
+                    want[i * ldc + j] += s as f32;
+                }
+            }
+            assert!(unsafe {
+                sgemm_acc(
+                    m,
+                    n,
+                    k,
+                    a.as_ptr(),
+                    lda,
+                    b.as_ptr(),
+                    ldb,
+                    c.as_mut_ptr(),
+                    ldc,
+                )
+            });
+            for i in 0..m {
+                for j in 0..ldc {
+                    let (g, w) = (c[i * ldc + j], want[i * ldc + j]);
+                    assert!(
+                        (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                        "{m}x{n}x{k} at ({i},{j}): {g} vs {w}"
+                    );
+                }
+            }
+        }
+    }
+}
