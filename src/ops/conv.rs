@@ -458,14 +458,16 @@ impl<T> SendPtr<T> {
 /// are row-major buffers of the shapes `g` was built from.
 pub fn conv<T: Real>(g: &Geometry, x: &[T], w: &[T], bias: Option<&[T]>) -> Vec<T> {
     let os = g.out_size();
-    let mut y = vec![T::ZERO; g.batch * g.out_channels * os];
-    if os == 0 || g.batch == 0 || g.out_channels == 0 {
-        return y;
+    let planes = g.batch * g.out_channels;
+    // Each output plane starts as its bias (or zero), written in one pass:
+    // a zeroed allocation followed by a bias fill would touch it twice.
+    let mut y = Vec::with_capacity(planes * os);
+    for i in 0..planes {
+        let b = bias.map_or(T::ZERO, |b| b[i % g.out_channels]);
+        y.extend(std::iter::repeat_n(b, os));
     }
-    if let Some(b) = bias {
-        for (i, plane) in y.chunks_mut(os).enumerate() {
-            plane.fill(b[i % g.out_channels]);
-        }
+    if os == 0 || planes == 0 {
+        return y;
     }
     let cg = g.in_channels / g.group;
     let mg = g.out_channels / g.group;
@@ -594,7 +596,17 @@ fn im2col_gemm<T: Real>(g: &Geometry, x: &[T], w: &[T], y: &mut [T]) {
     let os = g.out_size();
     let (cg, mg) = (g.in_channels / g.group, g.out_channels / g.group);
     let kdim = cg * g.kernel_size();
-    let tile = (TILE_BYTES / std::mem::size_of::<T>() / kdim.max(1)).clamp(16, os.max(16));
+    // Tiles of at most TILE_BYTES, as many as keeps every thread busy (a
+    // multiple of the thread count when there are few images and groups),
+    // and a multiple of 32 columns wide (the GEMM's panel width).
+    let max_tile = (TILE_BYTES / std::mem::size_of::<T>() / kdim.max(1)).max(32);
+    let mut tiles = os.div_ceil(max_tile);
+    let per_image = g.batch * g.group;
+    if per_image < threads() {
+        let want = threads().div_ceil(per_image);
+        tiles = tiles.div_ceil(want) * want;
+    }
+    let tile = os.div_ceil(tiles).div_ceil(32) * 32;
     let tiles = os.div_ceil(tile);
     let jobs = g.batch * g.group * tiles;
     let par = if jobs >= threads() { 1 } else { threads() };
@@ -797,6 +809,38 @@ fn im2col_nd<T: Real>(g: &Geometry, x: &[T], cg: usize, j0: usize, j1: usize, co
 /// Depthwise 2-D (one input channel per group, a few outputs per group):
 /// per kernel tap, a vectorizable multiply-add over the valid output span.
 fn depthwise_2d<T: Real>(g: &Geometry, x: &[T], w: &[T], y: &mut [T]) {
+    #[cfg(target_arch = "x86_64")]
+    let wide = std::arch::is_x86_feature_detected!("avx512f");
+    let os = g.out_spatial[0] * g.out_spatial[1];
+    y.par_chunks_mut(os).enumerate().for_each(|(plane, out)| {
+        #[cfg(target_arch = "x86_64")]
+        if wide {
+            // SAFETY: the CPU has the features the clone is compiled for.
+            unsafe { depthwise_plane_avx512(g, x, w, plane, out) };
+            return;
+        }
+        depthwise_plane(g, x, w, plane, out);
+    });
+}
+
+/// `depthwise_plane` compiled for AVX-512, so its loops vectorize 16 lanes
+/// wide (a closure would not inherit the target feature, hence a function).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn depthwise_plane_avx512<T: Real>(
+    g: &Geometry,
+    x: &[T],
+    w: &[T],
+    plane: usize,
+    out: &mut [T],
+) {
+    depthwise_plane(g, x, w, plane, out);
+}
+
+/// One output plane of a depthwise convolution: per kernel tap, a
+/// multiply-add over the span of output columns whose input is inside.
+#[inline(always)]
+fn depthwise_plane<T: Real>(g: &Geometry, x: &[T], w: &[T], plane: usize, out: &mut [T]) {
     let (ih, iw) = (g.in_spatial[0], g.in_spatial[1]);
     let (oh, ow) = (g.out_spatial[0], g.out_spatial[1]);
     let (kh, kw) = (g.kernel[0], g.kernel[1]);
@@ -804,52 +848,49 @@ fn depthwise_2d<T: Real>(g: &Geometry, x: &[T], w: &[T], y: &mut [T]) {
     let (dh, dw) = (g.dilations[0], g.dilations[1]);
     let (ph, pw) = (g.pads_begin[0], g.pads_begin[1]);
     let mg = g.out_channels / g.group;
-    let os = oh * ow;
-    y.par_chunks_mut(os).enumerate().for_each(|(plane, out)| {
-        let (n, m) = (plane / g.out_channels, plane % g.out_channels);
-        let c = m / mg;
-        let xc = &x[(n * g.in_channels + c) * ih * iw..(n * g.in_channels + c + 1) * ih * iw];
-        let wm = &w[m * kh * kw..(m + 1) * kh * kw];
-        for ky in 0..kh {
-            for kx in 0..kw {
-                let wv = wm[ky * kw + kx];
-                let off_x = (kx * dw) as isize - pw as isize;
-                let lo = if off_x >= 0 {
-                    0
-                } else {
-                    ((-off_x) as usize).div_ceil(sw)
-                }
-                .min(ow);
-                let hi = if (iw as isize - off_x) <= 0 {
-                    0
-                } else {
-                    ((iw as isize - off_x - 1) as usize) / sw + 1
-                }
-                .min(ow);
-                if lo >= hi {
+    let (n, m) = (plane / g.out_channels, plane % g.out_channels);
+    let c = m / mg;
+    let xc = &x[(n * g.in_channels + c) * ih * iw..(n * g.in_channels + c + 1) * ih * iw];
+    let wm = &w[m * kh * kw..(m + 1) * kh * kw];
+    for ky in 0..kh {
+        for kx in 0..kw {
+            let wv = wm[ky * kw + kx];
+            let off_x = (kx * dw) as isize - pw as isize;
+            let lo = if off_x >= 0 {
+                0
+            } else {
+                ((-off_x) as usize).div_ceil(sw)
+            }
+            .min(ow);
+            let hi = if (iw as isize - off_x) <= 0 {
+                0
+            } else {
+                ((iw as isize - off_x - 1) as usize) / sw + 1
+            }
+            .min(ow);
+            if lo >= hi {
+                continue;
+            }
+            for oy in 0..oh {
+                let iy = (oy * sh + ky * dh) as isize - ph as isize;
+                if iy < 0 || iy >= ih as isize {
                     continue;
                 }
-                for oy in 0..oh {
-                    let iy = (oy * sh + ky * dh) as isize - ph as isize;
-                    if iy < 0 || iy >= ih as isize {
-                        continue;
+                let src = &xc[iy as usize * iw..(iy as usize + 1) * iw];
+                let dst = &mut out[oy * ow + lo..oy * ow + hi];
+                let start = (lo as isize * sw as isize + off_x) as usize;
+                if sw == 1 {
+                    for (d, s) in dst.iter_mut().zip(&src[start..start + (hi - lo)]) {
+                        *d += wv * *s;
                     }
-                    let src = &xc[iy as usize * iw..(iy as usize + 1) * iw];
-                    let dst = &mut out[oy * ow + lo..oy * ow + hi];
-                    let start = (lo as isize * sw as isize + off_x) as usize;
-                    if sw == 1 {
-                        for (d, s) in dst.iter_mut().zip(&src[start..start + (hi - lo)]) {
-                            *d += wv * *s;
-                        }
-                    } else {
-                        for (i, d) in dst.iter_mut().enumerate() {
-                            *d += wv * src[start + i * sw];
-                        }
+                } else {
+                    for (i, d) in dst.iter_mut().enumerate() {
+                        *d += wv * src[start + i * sw];
                     }
                 }
             }
         }
-    });
+    }
 }
 
 #[cfg(test)]
