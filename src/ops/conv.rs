@@ -478,6 +478,18 @@ pub fn conv<T: Real>(g: &Geometry, x: &[T], w: &[T], bias: Option<&[T]>) -> Vec<
         && g.pads_begin.iter().chain(&g.pads_end).all(|&p| p == 0)
     {
         pointwise(g, x, w, &mut y);
+    } else if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
+        && super::sgemm::available()
+    {
+        // SAFETY: T is f32 (checked above), so the slices have that type.
+        let (xf, wf, yf) = unsafe {
+            (
+                std::slice::from_raw_parts(x.as_ptr() as *const f32, x.len()),
+                std::slice::from_raw_parts(w.as_ptr() as *const f32, w.len()),
+                std::slice::from_raw_parts_mut(y.as_mut_ptr() as *mut f32, y.len()),
+            )
+        };
+        im2col_gemm_packed(g, xf, wf, yf);
     } else {
         im2col_gemm(g, x, w, &mut y);
     }
@@ -591,23 +603,28 @@ fn pointwise<T: Real>(g: &Geometry, x: &[T], w: &[T], y: &mut [T]) {
     });
 }
 
-/// im2col in column tiles, each followed by a GEMM into the matching columns of Y.
-fn im2col_gemm<T: Real>(g: &Geometry, x: &[T], w: &[T], y: &mut [T]) {
+/// Column tiles of at most TILE_BYTES of im2col data, as many as keeps every
+/// thread busy (a multiple of the thread count when there are few images and
+/// groups), of equal width. Returns (tile width, tile count).
+fn tiles_for(g: &Geometry, kdim: usize, elem: usize) -> (usize, usize) {
     let os = g.out_size();
-    let (cg, mg) = (g.in_channels / g.group, g.out_channels / g.group);
-    let kdim = cg * g.kernel_size();
-    // Tiles of at most TILE_BYTES, as many as keeps every thread busy (a
-    // multiple of the thread count when there are few images and groups),
-    // and a multiple of 32 columns wide (the GEMM's panel width).
-    let max_tile = (TILE_BYTES / std::mem::size_of::<T>() / kdim.max(1)).max(32);
+    let max_tile = (TILE_BYTES / elem / kdim.max(1)).max(32);
     let mut tiles = os.div_ceil(max_tile);
     let per_image = g.batch * g.group;
     if per_image < threads() {
         let want = threads().div_ceil(per_image);
         tiles = tiles.div_ceil(want) * want;
     }
-    let tile = os.div_ceil(tiles).div_ceil(32) * 32;
-    let tiles = os.div_ceil(tile);
+    let tile = os.div_ceil(tiles).max(1);
+    (tile, os.div_ceil(tile))
+}
+
+/// im2col in column tiles, each followed by a GEMM into the matching columns of Y.
+fn im2col_gemm<T: Real>(g: &Geometry, x: &[T], w: &[T], y: &mut [T]) {
+    let os = g.out_size();
+    let (cg, mg) = (g.in_channels / g.group, g.out_channels / g.group);
+    let kdim = cg * g.kernel_size();
+    let (tile, tiles) = tiles_for(g, kdim, std::mem::size_of::<T>());
     let jobs = g.batch * g.group * tiles;
     let par = if jobs >= threads() { 1 } else { threads() };
     let yp = SendPtr(y.as_mut_ptr());
@@ -657,10 +674,85 @@ fn im2col_gemm<T: Real>(g: &Geometry, x: &[T], w: &[T], y: &mut [T]) {
     });
 }
 
+/// The f32 path on AVX-512 machines: the weights are packed once per call,
+/// and im2col writes each row straight into the GEMM's packed B layout, so
+/// no separate packing pass reads the whole im2col buffer again.
+fn im2col_gemm_packed(g: &Geometry, x: &[f32], w: &[f32], y: &mut [f32]) {
+    use super::sgemm::packed;
+    let os = g.out_size();
+    let (cg, mg) = (g.in_channels / g.group, g.out_channels / g.group);
+    let kdim = cg * g.kernel_size();
+    let (tile, tiles) = tiles_for(g, kdim, std::mem::size_of::<f32>());
+    let jobs = g.batch * g.group * tiles;
+    let par = if jobs >= threads() { 1 } else { threads() };
+    let packed_w: Vec<Vec<f32>> = (0..g.group)
+        .map(|gi| packed::pack_a(&w[gi * mg * kdim..(gi + 1) * mg * kdim], kdim, mg, kdim))
+        .collect();
+    let yp = SendPtr(y.as_mut_ptr());
+    thread_local! {
+        static PACKED_B: std::cell::RefCell<(Vec<f32>, Vec<f32>)> = const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+    }
+    (0..jobs).into_par_iter().with_max_len(1).for_each(|job| {
+        let t = job % tiles;
+        let gi = (job / tiles) % g.group;
+        let n = job / tiles / g.group;
+        let (j0, j1) = (t * tile, ((t + 1) * tile).min(os));
+        let width = j1 - j0;
+        // Taken out while in use: the GEMM may run other jobs on this thread.
+        let (mut pb, mut row) = PACKED_B.with(|cell| std::mem::take(&mut *cell.borrow_mut()));
+        pb.resize(packed::b_len(width, kdim).max(pb.len()), 0.0);
+        row.resize(width.max(row.len()), 0.0);
+        let xo = (n * g.in_channels + gi * cg) * g.in_size();
+        im2col_rows(
+            g,
+            &x[xo..xo + cg * g.in_size()],
+            cg,
+            j0,
+            j1,
+            &mut row,
+            &mut |r, values| {
+                packed::put_b_row(&mut pb, width, kdim, r, values);
+            },
+        );
+        let yo = (n * g.out_channels + gi * mg) * os + j0;
+        let panels = width.div_ceil(32);
+        let chunks = if par > 1 { par.min(panels) } else { 1 };
+        let per = panels.div_ceil(chunks);
+        let (pa, pbr) = (&packed_w[gi], &pb);
+        (0..chunks).into_par_iter().for_each(|i| {
+            let range = i * per..((i + 1) * per).min(panels);
+            // SAFETY: AVX-512F is present (checked by the caller); job (n, gi,
+            // t) writes rows gi*mg.. of image n, columns j0..j1 only, and each
+            // chunk its own panels of those columns.
+            unsafe { packed::sgemm(mg, width, kdim, pa, pbr, yp.get().add(yo), os, range) };
+        });
+        PACKED_B.with(|cell| *cell.borrow_mut() = (pb, row));
+    });
+}
+
 /// Fills `col` (kdim rows x (j1 - j0) columns) with the input values each
 /// output position j0..j1 multiplies with each kernel tap, zero where the
 /// tap falls in the padding.
 fn im2col<T: Real>(g: &Geometry, x: &[T], cg: usize, j0: usize, j1: usize, col: &mut [T]) {
+    let width = j1 - j0;
+    let mut row_buf = vec![T::ZERO; width];
+    im2col_rows(g, x, cg, j0, j1, &mut row_buf, &mut |row, values| {
+        col[row * width..(row + 1) * width].copy_from_slice(values);
+    });
+}
+
+/// im2col one row at a time: each row (input channel and kernel tap) is
+/// built in `row_buf` (at least j1 - j0 long) and handed to `sink` with its
+/// row number, so the caller can store it in whatever layout its GEMM wants.
+fn im2col_rows<T: Real>(
+    g: &Geometry,
+    x: &[T],
+    cg: usize,
+    j0: usize,
+    j1: usize,
+    row_buf: &mut [T],
+    sink: &mut dyn FnMut(usize, &[T]),
+) {
     let rank = g.in_spatial.len();
     let width = j1 - j0;
     // 1-D and 2-D share the 2-D code with a unit leading axis.
@@ -691,7 +783,7 @@ fn im2col<T: Real>(g: &Geometry, x: &[T], cg: usize, j0: usize, j1: usize, col: 
             g.pads_begin[1],
             g.out_spatial[1],
         ),
-        _ => return im2col_nd(g, x, cg, j0, j1, col),
+        _ => return im2col_nd(g, x, cg, j0, j1, row_buf, sink),
     };
     let plane = ih * iw;
     let mut row = 0;
@@ -699,8 +791,7 @@ fn im2col<T: Real>(g: &Geometry, x: &[T], cg: usize, j0: usize, j1: usize, col: 
         let xc = &x[c * plane..(c + 1) * plane];
         for ky in 0..kh {
             for kx in 0..kw {
-                let dst = &mut col[row * width..(row + 1) * width];
-                row += 1;
+                let dst = &mut row_buf[..width];
                 let off_x = (kx * dw) as isize - pw as isize;
                 // Output columns whose input column falls inside the image.
                 let lo = if off_x >= 0 {
@@ -746,13 +837,23 @@ fn im2col<T: Real>(g: &Geometry, x: &[T], cg: usize, j0: usize, j1: usize, col: 
                     }
                     j += ox1 - ox0;
                 }
+                sink(row, &row_buf[..width]);
+                row += 1;
             }
         }
     }
 }
 
 /// im2col for any spatial rank (3-D and beyond), one element at a time.
-fn im2col_nd<T: Real>(g: &Geometry, x: &[T], cg: usize, j0: usize, j1: usize, col: &mut [T]) {
+fn im2col_nd<T: Real>(
+    g: &Geometry,
+    x: &[T],
+    cg: usize,
+    j0: usize,
+    j1: usize,
+    row_buf: &mut [T],
+    sink: &mut dyn FnMut(usize, &[T]),
+) {
     let rank = g.in_spatial.len();
     let width = j1 - j0;
     let in_size = g.in_size();
@@ -771,7 +872,7 @@ fn im2col_nd<T: Real>(g: &Geometry, x: &[T], cg: usize, j0: usize, j1: usize, co
                 rem /= g.kernel[a];
             }
             let row = c * ks + k;
-            let dst = &mut col[row * width..(row + 1) * width];
+            let dst = &mut row_buf[..width];
             let mut rem = j0;
             for a in (0..rank).rev() {
                 out_idx[a] = rem % g.out_spatial[a];
@@ -802,6 +903,7 @@ fn im2col_nd<T: Real>(g: &Geometry, x: &[T], cg: usize, j0: usize, j1: usize, co
                     out_idx[a] = 0;
                 }
             }
+            sink(row, &row_buf[..width]);
         }
     }
 }
@@ -1055,6 +1157,13 @@ mod tests {
         let got = conv(&g, &xs, &ws, None);
         for (a, b) in got.iter().zip(&want) {
             assert!((a - b).abs() < 1e-9);
+        }
+        // The f32 path (packed im2col on AVX-512 machines) over many tiles.
+        let x32: Vec<f32> = xs.iter().map(|&v| v as f32).collect();
+        let w32: Vec<f32> = ws.iter().map(|&v| v as f32).collect();
+        let got = conv(&g, &x32, &w32, None);
+        for (a, b) in got.iter().zip(&want) {
+            assert!((*a as f64 - b).abs() < 1e-3, "{a} vs {b}");
         }
     }
 

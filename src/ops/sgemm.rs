@@ -54,6 +54,85 @@ pub unsafe fn sgemm_acc(
     false
 }
 
+/// Pre-packed operands, for callers that produce B row by row (im2col) and
+/// reuse A (Conv weights) across many calls.
+///
+/// Layouts, per block of `KC` rows of k starting at `k0` (the last block may
+/// be shorter, `kc` rows): B's block starts at `k0 * n_panels * NR`, panel
+/// `p` at `+ p * kc * NR`, row `kk` at `+ kk * NR` (NR values, zero-padded);
+/// A's block starts at `k0 * m_panels * MR`, panel `q` at `+ q * kc * MR`,
+/// element `(kk, r)` at `+ kk * MR + r`.
+pub mod packed {
+    use super::{KC, MR, NR};
+
+    pub fn b_len(n: usize, k: usize) -> usize {
+        n.div_ceil(NR) * NR * k
+    }
+
+    pub fn a_len(m: usize, k: usize) -> usize {
+        m.div_ceil(MR) * MR * k
+    }
+
+    /// Stores row `row` (n values) of B into its packed place.
+    pub fn put_b_row(pb: &mut [f32], n: usize, k: usize, row: usize, values: &[f32]) {
+        let n_panels = n.div_ceil(NR);
+        let k0 = row / KC * KC;
+        let kc = KC.min(k - k0);
+        let base = k0 * n_panels * NR + (row - k0) * NR;
+        for p in 0..n_panels {
+            let j0 = p * NR;
+            let w = NR.min(n - j0);
+            let at = base + p * kc * NR;
+            pb[at..at + w].copy_from_slice(&values[j0..j0 + w]);
+            pb[at + w..at + NR].fill(0.0);
+        }
+    }
+
+    /// Packs A (m rows of k values at stride lda).
+    pub fn pack_a(a: &[f32], lda: usize, m: usize, k: usize) -> Vec<f32> {
+        let m_panels = m.div_ceil(MR);
+        let mut pa = vec![0f32; a_len(m, k)];
+        let mut k0 = 0;
+        while k0 < k {
+            let kc = KC.min(k - k0);
+            for q in 0..m_panels {
+                let base = k0 * m_panels * MR + q * kc * MR;
+                for r in 0..MR.min(m - q * MR) {
+                    let src = &a[(q * MR + r) * lda + k0..(q * MR + r) * lda + k0 + kc];
+                    for (kk, &v) in src.iter().enumerate() {
+                        pa[base + kk * MR + r] = v;
+                    }
+                }
+            }
+            k0 += kc;
+        }
+        pa
+    }
+
+    /// `C[:, panels p0..p1 of columns] += A * B` from packed operands.
+    ///
+    /// # Safety
+    /// AVX-512F must be available (`super::available()`); `c` must hold `m`
+    /// rows of `n` columns at stride `ldc`; `pa`/`pb` must be packed for
+    /// (m, k) and (n, k).
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn sgemm(
+        m: usize,
+        n: usize,
+        k: usize,
+        pa: &[f32],
+        pb: &[f32],
+        c: *mut f32,
+        ldc: usize,
+        panels: std::ops::Range<usize>,
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        super::imp::prepacked(m, n, k, pa, pb, c, ldc, panels);
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (m, n, k, pa, pb, c, ldc, panels);
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod imp {
     use super::{KC, MR, NR};
@@ -160,6 +239,45 @@ mod imp {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn prepacked(
+        m: usize,
+        n: usize,
+        k: usize,
+        pa: &[f32],
+        pb: &[f32],
+        c: *mut f32,
+        ldc: usize,
+        panels: std::ops::Range<usize>,
+    ) {
+        let n_panels = n.div_ceil(NR);
+        let m_panels = m.div_ceil(MR);
+        let mut k0 = 0;
+        while k0 < k {
+            let kc = KC.min(k - k0);
+            let a_block = pa.as_ptr().add(k0 * m_panels * MR);
+            let b_block = pb.as_ptr().add(k0 * n_panels * NR);
+            for pn in panels.clone() {
+                let j0 = pn * NR;
+                let w = NR.min(n - j0);
+                for pm in 0..m_panels {
+                    let i0 = pm * MR;
+                    let h = MR.min(m - i0);
+                    kernel(
+                        kc,
+                        a_block.add(pm * kc * MR),
+                        b_block.add(pn * kc * NR),
+                        c.add(i0 * ldc + j0),
+                        ldc,
+                        h,
+                        w,
+                    );
+                }
+            }
+            k0 += kc;
+        }
+    }
+
     /// C[h x w] += Apanel (kc x MR) * Bpanel (kc x NR), for h <= MR, w <= NR.
     #[target_feature(enable = "avx512f")]
     unsafe fn kernel(
@@ -220,6 +338,34 @@ mod imp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prepacked_operands_give_the_same_product() {
+        if !available() {
+            return;
+        }
+        let (m, n, k) = (29usize, 70usize, 300usize);
+        let a: Vec<f32> = (0..m * k)
+            .map(|i| ((i * 7919) % 113) as f32 / 50.0 - 1.0)
+            .collect();
+        let b: Vec<f32> = (0..k * n)
+            .map(|i| ((i * 104729) % 127) as f32 / 60.0 - 1.0)
+            .collect();
+        let mut c1 = vec![0.5f32; m * n];
+        let mut c2 = c1.clone();
+        unsafe { sgemm_acc(m, n, k, a.as_ptr(), k, b.as_ptr(), n, c1.as_mut_ptr(), n) };
+        let pa = packed::pack_a(&a, k, m, k);
+        let mut pb = vec![f32::NAN; packed::b_len(n, k)];
+        for r in 0..k {
+            packed::put_b_row(&mut pb, n, k, r, &b[r * n..(r + 1) * n]);
+        }
+        let panels = n.div_ceil(32);
+        unsafe {
+            packed::sgemm(m, n, k, &pa, &pb, c2.as_mut_ptr(), n, 0..1);
+            packed::sgemm(m, n, k, &pa, &pb, c2.as_mut_ptr(), n, 1..panels);
+        }
+        assert_eq!(c1, c2);
+    }
 
     #[test]
     fn matches_a_plain_triple_loop() {
