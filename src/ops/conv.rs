@@ -523,7 +523,7 @@ unsafe fn gemm_acc<T: Real>(
         } else {
             1
         };
-        let width = n.div_ceil(chunks).div_ceil(32) * 32;
+        let width = n.div_ceil(chunks).div_ceil(48) * 48;
         (0..chunks).into_par_iter().for_each(|i| {
             let j0 = i * width;
             if j0 < n {
@@ -682,7 +682,18 @@ fn im2col_gemm_packed(g: &Geometry, x: &[f32], w: &[f32], y: &mut [f32]) {
     let os = g.out_size();
     let (cg, mg) = (g.in_channels / g.group, g.out_channels / g.group);
     let kdim = cg * g.kernel_size();
-    let (tile, tiles) = tiles_for(g, kdim, std::mem::size_of::<f32>());
+    // Tiles are whole GEMM panels, spread evenly: a tile that ends in a
+    // nearly empty panel would cost a full panel of work.
+    let panel = packed::PANEL;
+    let total = os.div_ceil(panel);
+    let max_panels = (TILE_BYTES / std::mem::size_of::<f32>() / kdim.max(1) / panel).max(1);
+    let mut tiles = total.div_ceil(max_panels);
+    let per_image = g.batch * g.group;
+    if per_image < threads() {
+        let want = threads().div_ceil(per_image);
+        tiles = (tiles.div_ceil(want) * want).min(total);
+    }
+    let bounds = |t: usize| ((t * total / tiles) * panel).min(os);
     let jobs = g.batch * g.group * tiles;
     let par = if jobs >= threads() { 1 } else { threads() };
     let packed_w: Vec<Vec<f32>> = (0..g.group)
@@ -696,7 +707,7 @@ fn im2col_gemm_packed(g: &Geometry, x: &[f32], w: &[f32], y: &mut [f32]) {
         let t = job % tiles;
         let gi = (job / tiles) % g.group;
         let n = job / tiles / g.group;
-        let (j0, j1) = (t * tile, ((t + 1) * tile).min(os));
+        let (j0, j1) = (bounds(t), bounds(t + 1));
         let width = j1 - j0;
         // Taken out while in use: the GEMM may run other jobs on this thread.
         let (mut pb, mut row) = PACKED_B.with(|cell| std::mem::take(&mut *cell.borrow_mut()));
@@ -715,7 +726,7 @@ fn im2col_gemm_packed(g: &Geometry, x: &[f32], w: &[f32], y: &mut [f32]) {
             },
         );
         let yo = (n * g.out_channels + gi * mg) * os + j0;
-        let panels = width.div_ceil(32);
+        let panels = packed::panels(width);
         let chunks = if par > 1 { par.min(panels) } else { 1 };
         let per = panels.div_ceil(chunks);
         let (pa, pbr) = (&packed_w[gi], &pb);

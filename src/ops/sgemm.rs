@@ -5,12 +5,13 @@
 //! Numerical contract: f32 products accumulated in f32 with fused
 //! multiply-add, in blocks of `KC` along k; NaN and infinities propagate.
 //!
-//! Structure: B is packed into panels of `NR` = 32 columns (two vectors), A
-//! into panels of `MR` = 14 rows, so the micro-kernel keeps a 14 x 32 block
-//! of C in 28 vector registers while it walks k.
+//! Structure: B is packed into panels of `NR` = 48 columns (three vectors),
+//! A into panels of `MR` = 8 rows, so the micro-kernel keeps an 8 x 48 block
+//! of C in 24 vector registers while it walks k (8 divides the channel
+//! counts convolutions use, so no panel is half empty).
 
-const MR: usize = 14;
-const NR: usize = 32;
+const MR: usize = 8;
+const NR: usize = 48;
 const KC: usize = 256;
 
 /// True when this CPU can run the AVX-512 path.
@@ -64,6 +65,14 @@ pub unsafe fn sgemm_acc(
 /// element `(kk, r)` at `+ kk * MR + r`.
 pub mod packed {
     use super::{KC, MR, NR};
+
+    /// Column panels of a B with n columns.
+    pub fn panels(n: usize) -> usize {
+        n.div_ceil(NR)
+    }
+
+    /// Columns per panel.
+    pub const PANEL: usize = NR;
 
     pub fn b_len(n: usize, k: usize) -> usize {
         n.div_ceil(NR) * NR * k
@@ -289,46 +298,40 @@ mod imp {
         h: usize,
         w: usize,
     ) {
-        let mut acc = [_mm512_setzero_ps(); 2 * MR];
+        let mut acc = [_mm512_setzero_ps(); 3 * MR];
         for kk in 0..kc {
             let b0 = _mm512_loadu_ps(pb.add(kk * NR));
             let b1 = _mm512_loadu_ps(pb.add(kk * NR + 16));
+            let b2 = _mm512_loadu_ps(pb.add(kk * NR + 32));
             let ap = pa.add(kk * MR);
             // Unrolled by the compiler: MR is a constant.
             for r in 0..MR {
                 let av = _mm512_set1_ps(*ap.add(r));
-                acc[2 * r] = _mm512_fmadd_ps(av, b0, acc[2 * r]);
-                acc[2 * r + 1] = _mm512_fmadd_ps(av, b1, acc[2 * r + 1]);
+                acc[3 * r] = _mm512_fmadd_ps(av, b0, acc[3 * r]);
+                acc[3 * r + 1] = _mm512_fmadd_ps(av, b1, acc[3 * r + 1]);
+                acc[3 * r + 2] = _mm512_fmadd_ps(av, b2, acc[3 * r + 2]);
             }
         }
-        if w == NR {
-            for r in 0..h {
-                let cp = c.add(r * ldc);
-                _mm512_storeu_ps(cp, _mm512_add_ps(_mm512_loadu_ps(cp), acc[2 * r]));
-                _mm512_storeu_ps(
-                    cp.add(16),
-                    _mm512_add_ps(_mm512_loadu_ps(cp.add(16)), acc[2 * r + 1]),
-                );
-            }
-        } else {
-            // A partial panel: masked loads and stores touch only w columns.
-            let m0: __mmask16 = if w >= 16 {
+        // Masks for the three vectors of a row (all ones for a full panel).
+        let mask = |lo: usize| -> __mmask16 {
+            if w >= lo + 16 {
                 0xFFFF
-            } else {
-                ((1u32 << w) - 1) as u16
-            };
-            let m1: __mmask16 = if w <= 16 {
+            } else if w <= lo {
                 0
             } else {
-                ((1u32 << (w - 16)) - 1) as u16
-            };
-            for r in 0..h {
-                let cp = c.add(r * ldc);
-                let c0 = _mm512_maskz_loadu_ps(m0, cp);
-                _mm512_mask_storeu_ps(cp, m0, _mm512_add_ps(c0, acc[2 * r]));
-                if m1 != 0 {
-                    let c1 = _mm512_maskz_loadu_ps(m1, cp.add(16));
-                    _mm512_mask_storeu_ps(cp.add(16), m1, _mm512_add_ps(c1, acc[2 * r + 1]));
+                ((1u32 << (w - lo)) - 1) as u16
+            }
+        };
+        let masks = [mask(0), mask(16), mask(32)];
+        for r in 0..h {
+            let cp = c.add(r * ldc);
+            for v in 0..3 {
+                let p = cp.add(16 * v);
+                if masks[v] == 0xFFFF {
+                    _mm512_storeu_ps(p, _mm512_add_ps(_mm512_loadu_ps(p), acc[3 * r + v]));
+                } else if masks[v] != 0 {
+                    let old = _mm512_maskz_loadu_ps(masks[v], p);
+                    _mm512_mask_storeu_ps(p, masks[v], _mm512_add_ps(old, acc[3 * r + v]));
                 }
             }
         }
@@ -359,7 +362,7 @@ mod tests {
         for r in 0..k {
             packed::put_b_row(&mut pb, n, k, r, &b[r * n..(r + 1) * n]);
         }
-        let panels = n.div_ceil(32);
+        let panels = n.div_ceil(NR);
         unsafe {
             packed::sgemm(m, n, k, &pa, &pb, c2.as_mut_ptr(), n, 0..1);
             packed::sgemm(m, n, k, &pa, &pb, c2.as_mut_ptr(), n, 1..panels);
