@@ -689,7 +689,10 @@ fn im2col_gemm_packed(g: &Geometry, x: &[f32], w: &[f32], y: &mut [f32]) {
     let max_panels = (TILE_BYTES / std::mem::size_of::<f32>() / kdim.max(1) / panel).max(1);
     let mut tiles = total.div_ceil(max_panels);
     let per_image = g.batch * g.group;
-    if per_image < threads() {
+    // Few images and few panels: keep whole tiles and split each GEMM by
+    // rows instead, which divides the work evenly.
+    let split_rows = per_image < threads() && total < 4 * threads();
+    if per_image < threads() && !split_rows {
         let want = threads().div_ceil(per_image);
         tiles = (tiles.div_ceil(want) * want).min(total);
     }
@@ -727,15 +730,23 @@ fn im2col_gemm_packed(g: &Geometry, x: &[f32], w: &[f32], y: &mut [f32]) {
         );
         let yo = (n * g.out_channels + gi * mg) * os + j0;
         let panels = packed::panels(width);
-        let chunks = if par > 1 { par.min(panels) } else { 1 };
-        let per = panels.div_ceil(chunks);
+        let rows = packed::row_panels(mg);
         let (pa, pbr) = (&packed_w[gi], &pb);
+        let chunks = if par > 1 {
+            par.min(if split_rows { rows } else { panels })
+        } else {
+            1
+        };
         (0..chunks).into_par_iter().for_each(|i| {
-            let range = i * per..((i + 1) * per).min(panels);
+            let (cols, rws) = if split_rows {
+                (0..panels, i * rows / chunks..(i + 1) * rows / chunks)
+            } else {
+                (i * panels / chunks..(i + 1) * panels / chunks, 0..rows)
+            };
             // SAFETY: AVX-512F is present (checked by the caller); job (n, gi,
             // t) writes rows gi*mg.. of image n, columns j0..j1 only, and each
-            // chunk its own panels of those columns.
-            unsafe { packed::sgemm(mg, width, kdim, pa, pbr, yp.get().add(yo), os, range) };
+            // chunk its own panels (or row panels) of those.
+            unsafe { packed::sgemm(mg, width, kdim, pa, pbr, yp.get().add(yo), os, cols, rws) };
         });
         PACKED_B.with(|cell| *cell.borrow_mut() = (pb, row));
     });

@@ -118,7 +118,12 @@ pub mod packed {
         pa
     }
 
-    /// `C[:, panels p0..p1 of columns] += A * B` from packed operands.
+    /// Row panels of an A with m rows.
+    pub fn row_panels(m: usize) -> usize {
+        m.div_ceil(MR)
+    }
+
+    /// `C[row panels rows, column panels panels] += A * B` from packed operands.
     ///
     /// # Safety
     /// AVX-512F must be available (`super::available()`); `c` must hold `m`
@@ -134,11 +139,12 @@ pub mod packed {
         c: *mut f32,
         ldc: usize,
         panels: std::ops::Range<usize>,
+        rows: std::ops::Range<usize>,
     ) {
         #[cfg(target_arch = "x86_64")]
-        super::imp::prepacked(m, n, k, pa, pb, c, ldc, panels);
+        super::imp::prepacked(m, n, k, pa, pb, c, ldc, panels, rows);
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = (m, n, k, pa, pb, c, ldc, panels);
+        let _ = (m, n, k, pa, pb, c, ldc, panels, rows);
     }
 }
 
@@ -258,6 +264,7 @@ mod imp {
         c: *mut f32,
         ldc: usize,
         panels: std::ops::Range<usize>,
+        rows: std::ops::Range<usize>,
     ) {
         let n_panels = n.div_ceil(NR);
         let m_panels = m.div_ceil(MR);
@@ -269,7 +276,7 @@ mod imp {
             for pn in panels.clone() {
                 let j0 = pn * NR;
                 let w = NR.min(n - j0);
-                for pm in 0..m_panels {
+                for pm in rows.clone() {
                     let i0 = pm * MR;
                     let h = MR.min(m - i0);
                     kernel(
@@ -364,8 +371,10 @@ mod tests {
         }
         let panels = n.div_ceil(NR);
         unsafe {
-            packed::sgemm(m, n, k, &pa, &pb, c2.as_mut_ptr(), n, 0..1);
-            packed::sgemm(m, n, k, &pa, &pb, c2.as_mut_ptr(), n, 1..panels);
+            let rows = packed::row_panels(m);
+            packed::sgemm(m, n, k, &pa, &pb, c2.as_mut_ptr(), n, 0..1, 0..rows);
+            packed::sgemm(m, n, k, &pa, &pb, c2.as_mut_ptr(), n, 1..panels, 0..1);
+            packed::sgemm(m, n, k, &pa, &pb, c2.as_mut_ptr(), n, 1..panels, 1..rows);
         }
         assert_eq!(c1, c2);
     }
