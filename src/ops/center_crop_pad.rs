@@ -73,35 +73,7 @@ pub fn crop_pad_spec(
         ));
     }
     let targets = shape.to_i64_vec().unwrap_or_default();
-    let axes: Vec<usize> = match axes {
-        None => (0..rank).collect(),
-        Some(list) => {
-            let mut seen = vec![false; rank];
-            let mut out = Vec::with_capacity(list.len());
-            for &a in list {
-                let r = rank as i64;
-                if a < -r || a >= r {
-                    return Err(KernelError::attribute(
-                        "axes",
-                        format!(
-                            "axis {a} is out of range [{}, {}] for rank {rank}",
-                            -r,
-                            r - 1
-                        ),
-                    ));
-                }
-                let n = if a < 0 { a + r } else { a } as usize;
-                if std::mem::replace(&mut seen[n], true) {
-                    return Err(KernelError::attribute(
-                        "axes",
-                        format!("axis {n} is repeated in {list:?}"),
-                    ));
-                }
-                out.push(n);
-            }
-            out
-        }
-    };
+    let axes = super::normalize_axes(axes, rank, |m| KernelError::attribute("axes", m))?;
     if targets.len() != axes.len() {
         return Err(KernelError::input(
             "shape",

@@ -119,6 +119,37 @@ pub fn is_known(domain: &str, op_type: &str) -> Option<&'static OpEntry> {
         .find(|e| same_domain(e.domain, domain) && e.op_type == op_type)
 }
 
+/// Normalizes an `axes` list (negative counts from the back) for a tensor
+/// of rank `rank`: all axes when absent; out-of-range and repeated axes are
+/// rejected with an error built by `err` (an input or an attribute error).
+pub fn normalize_axes(
+    axes: Option<&[i64]>,
+    rank: usize,
+    err: impl Fn(String) -> KernelError,
+) -> Result<Vec<usize>, KernelError> {
+    let Some(list) = axes else {
+        return Ok((0..rank).collect());
+    };
+    let r = rank as i64;
+    let mut seen = vec![false; rank];
+    let mut out = Vec::with_capacity(list.len());
+    for &a in list {
+        if a < -r || a >= r {
+            return Err(err(format!(
+                "axis {a} is out of range [{}, {}] for rank {rank}",
+                -r,
+                r - 1
+            )));
+        }
+        let n = if a < 0 { a + r } else { a } as usize;
+        if std::mem::replace(&mut seen[n], true) {
+            return Err(err(format!("axis {n} is repeated in {list:?}")));
+        }
+        out.push(n);
+    }
+    Ok(out)
+}
+
 pub fn allowed_list(types: &[DataType]) -> String {
     types
         .iter()

@@ -209,36 +209,7 @@ pub fn pads_for_all_axes(
     rank: usize,
     what: &str,
 ) -> Result<PadSpec, KernelError> {
-    let axes: Vec<usize> = match axes {
-        None => (0..rank).collect(),
-        Some(axes) => {
-            let mut seen = vec![false; rank];
-            let mut out = Vec::with_capacity(axes.len());
-            for &a in axes {
-                let r = rank as i64;
-                if a < -r || a >= r {
-                    return Err(KernelError::input(
-                        "axes",
-                        format!(
-                            "axis {a} is out of range [{}, {}] for rank {rank}",
-                            -r,
-                            r - 1
-                        ),
-                    ));
-                }
-                let n = if a < 0 { a + r } else { a } as usize;
-                if seen[n] {
-                    return Err(KernelError::input(
-                        "axes",
-                        format!("axis {n} is repeated in {axes:?}"),
-                    ));
-                }
-                seen[n] = true;
-                out.push(n);
-            }
-            out
-        }
-    };
+    let axes = super::normalize_axes(axes, rank, |m| KernelError::input("axes", m))?;
     if pads.len() != 2 * axes.len() {
         return Err(KernelError::input(
             what,
