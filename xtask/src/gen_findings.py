@@ -5,6 +5,9 @@
 # says which runtime, what it does and what the spec text says.
 #
 # Regenerate: target/xtask/cases-venv/bin/python xtask/src/gen_findings.py cases/differential
+# (conv_float16_accumulation is not written here: it is the shrunk case
+# `cargo xtask diff --against tract --seed 7` produced, kept as found; its
+# expected output equals numpy's float64 result rounded once to float16.)
 import os
 import shutil
 import sys
@@ -107,19 +110,6 @@ def main():
     m = write(root, "conv_double", node, [("x", x)], np.zeros((1, 1, 5)), 11, inits=[("w", w)])
     (y,) = ReferenceEvaluator(m).run(None, {"x": x})
     write(root, "conv_double", node, [("x", x)], y, 11, inits=[("w", w)])
-
-    # float16 Conv with a long reduction: the exact result rounded once to
-    # float16 (what float32 accumulation gives, within a unit in the last place).
-    rng = np.random.default_rng(3)
-    x = rng.standard_normal((1, 16, 6)).astype(np.float16)
-    w = rng.standard_normal((2, 16, 3)).astype(np.float16)
-    x64, w64 = x.astype(np.float64), w.astype(np.float64)
-    y = np.zeros((1, 2, 4))
-    for m in range(2):
-        for o in range(4):
-            y[0, m, o] = np.sum(x64[0, :, o:o + 3] * w64[m])
-    write(root, "conv_float16_long_reduction", helper.make_node("Conv", ["x", "w"], ["y"]), [("x", x)],
-          y.astype(np.float16), 11, inits=[("w", w)])
 
     # Negative pads on a length-1 axis: the crop empties it.
     x = np.array([7], dtype=np.int32)
