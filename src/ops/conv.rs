@@ -727,17 +727,26 @@ fn im2col_gemm_packed(g: &Geometry, x: &[f32], w: &[f32], y: &mut [f32]) {
         pb.resize(packed::b_len(width, kdim).max(pb.len()), 0.0);
         row.resize(width.max(row.len()), 0.0);
         let xo = (n * g.in_channels + gi * cg) * g.in_size();
-        im2col_rows(
-            g,
-            &x[xo..xo + cg * g.in_size()],
-            cg,
-            j0,
-            j1,
-            &mut row,
-            &mut |r, values| {
+        let xs = &x[xo..xo + cg * g.in_size()];
+        if par > 1 && cg > 1 {
+            // Few jobs: fill the packed rows in parallel, by input channel.
+            let ks = g.kernel_size();
+            let chunks = par.min(cg);
+            let pbp = SendPtr(pb.as_mut_ptr());
+            (0..chunks).into_par_iter().for_each(|i| {
+                let (c0, c1) = (i * cg / chunks, (i + 1) * cg / chunks);
+                let mut buf = vec![0f32; width];
+                let part = &xs[c0 * g.in_size()..c1 * g.in_size()];
+                im2col_rows(g, part, c1 - c0, j0, j1, &mut buf, &mut |r, values| {
+                    // SAFETY: each chunk writes the rows of its own channels.
+                    unsafe { packed::put_b_row_raw(pbp.get(), width, kdim, c0 * ks + r, values) }
+                });
+            });
+        } else {
+            im2col_rows(g, xs, cg, j0, j1, &mut row, &mut |r, values| {
                 packed::put_b_row(&mut pb, width, kdim, r, values);
-            },
-        );
+            });
+        }
         let yo = (n * g.out_channels + gi * mg) * os + j0;
         let panels = packed::panels(width);
         let rows = packed::row_panels(mg);

@@ -84,6 +84,18 @@ pub mod packed {
 
     /// Stores row `row` (n values) of B into its packed place.
     pub fn put_b_row(pb: &mut [f32], n: usize, k: usize, row: usize, values: &[f32]) {
+        assert!(pb.len() >= b_len(n, k) && row < k && values.len() >= n);
+        // SAFETY: the buffer is large enough for (n, k) (asserted above).
+        unsafe { put_b_row_raw(pb.as_mut_ptr(), n, k, row, values) }
+    }
+
+    /// `put_b_row` through a raw pointer, for threads filling disjoint rows
+    /// of one buffer.
+    ///
+    /// # Safety
+    /// `pb` must point to `b_len(n, k)` floats; no other thread may write
+    /// the same row; `row < k`; `values` holds at least `n` values.
+    pub unsafe fn put_b_row_raw(pb: *mut f32, n: usize, k: usize, row: usize, values: &[f32]) {
         let n_panels = n.div_ceil(NR);
         let k0 = row / KC * KC;
         let kc = KC.min(k - k0);
@@ -91,9 +103,9 @@ pub mod packed {
         for p in 0..n_panels {
             let j0 = p * NR;
             let w = NR.min(n - j0);
-            let at = base + p * kc * NR;
-            pb[at..at + w].copy_from_slice(&values[j0..j0 + w]);
-            pb[at + w..at + NR].fill(0.0);
+            let at = pb.add(base + p * kc * NR);
+            std::ptr::copy_nonoverlapping(values.as_ptr().add(j0), at, w);
+            std::ptr::write_bytes(at.add(w), 0, NR - w);
         }
     }
 
