@@ -109,21 +109,29 @@ pub mod packed {
         }
     }
 
-    /// Packs A (m rows of k values at stride lda).
+    /// Packs A (m rows of k values at stride lda). Large A (Conv weights
+    /// with many channels) is packed by several threads, one panel each.
     pub fn pack_a(a: &[f32], lda: usize, m: usize, k: usize) -> Vec<f32> {
+        use rayon::prelude::*;
         let m_panels = m.div_ceil(MR);
         let mut pa = vec![0f32; a_len(m, k)];
         let mut k0 = 0;
         while k0 < k {
             let kc = KC.min(k - k0);
-            for q in 0..m_panels {
-                let base = k0 * m_panels * MR + q * kc * MR;
-                for r in 0..MR.min(m - q * MR) {
-                    let src = &a[(q * MR + r) * lda + k0..(q * MR + r) * lda + k0 + kc];
-                    for (kk, &v) in src.iter().enumerate() {
-                        pa[base + kk * MR + r] = v;
+            let block = &mut pa[k0 * m_panels * MR..(k0 + kc) * m_panels * MR];
+            // Within a k block, panel q is the contiguous chunk q.
+            let pack = |(q, dst): (usize, &mut [f32])| {
+                let h = MR.min(m - q * MR);
+                for kk in 0..kc {
+                    for r in 0..h {
+                        dst[kk * MR + r] = a[(q * MR + r) * lda + k0 + kk];
                     }
                 }
+            };
+            if m * kc >= 1 << 15 {
+                block.par_chunks_mut(kc * MR).enumerate().for_each(pack);
+            } else {
+                block.chunks_mut(kc * MR).enumerate().for_each(pack);
             }
             k0 += kc;
         }
