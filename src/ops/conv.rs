@@ -8,8 +8,8 @@
 //!   results differ from a sequential sum by normal rounding only; NaN and
 //!   infinities propagate as IEEE arithmetic says.
 //!
-//! Paths: a direct kernel for depthwise 2-D convolution (an AVX-512 clone
-//! where the CPU has it), a plain GEMM for 1x1 kernels without padding or
+//! Paths: a direct kernel for depthwise 2-D convolution (register-blocked
+//! AVX-512 for f32 with unit strides, an AVX-512 clone otherwise), a plain GEMM for 1x1 kernels without padding or
 //! striding, and im2col plus GEMM in column tiles otherwise. The GEMM is our
 //! AVX-512 f32 kernel (`sgemm.rs`) when the CPU has AVX-512F, with the
 //! weights packed once and im2col rows written straight into its packed
@@ -19,7 +19,8 @@
 //! group, tile), or by GEMM rows when there are too few tiles.
 //!
 //! Speed against onnxruntime on this machine (see `cargo xtask bench`):
-//! 0.35-0.6 of its throughput on 3x3/7x7 shapes, about 0.8 on 1x1. The
+//! 0.3-0.6 of its throughput on 3x3/7x7 shapes, about 0.75-0.8 on 1x1 and
+//! depthwise (f32 depthwise with unit strides has its own AVX-512 kernel). The
 //! micro-kernel runs near the core's FMA peak; what remains is im2col and
 //! packing traffic (onnxruntime avoids it with NCHWc direct kernels) and
 //! cache blocking for large K (C256 14x14 is the weakest shape).
