@@ -1311,79 +1311,36 @@ mod tests {
         geometry(&attrs, x, w, b).unwrap_err().to_string()
     }
 
+    /// (output size, pad begin, pad end) of a 1-D geometry.
+    fn one_axis(
+        auto_pad: AutoPad,
+        stride: i64,
+        dilation: i64,
+        input: usize,
+        kernel: usize,
+    ) -> (usize, usize, usize) {
+        let attrs = ConvAttrs {
+            auto_pad,
+            strides: Some(vec![stride]),
+            dilations: Some(vec![dilation]),
+            ..Default::default()
+        };
+        let g = geometry(&attrs, &[1, 1, input], &[1, 1, kernel], None).unwrap();
+        (g.out_spatial[0], g.pads_begin[0], g.pads_end[0])
+    }
+
     #[test]
     fn auto_pad_formulas() {
         // in 5, k 3, stride 2: out 3, total pad 2 -> (1, 1)
-        let g = geometry(
-            &ConvAttrs {
-                auto_pad: AutoPad::SameUpper,
-                strides: Some(vec![2]),
-                ..Default::default()
-            },
-            &[1, 1, 5],
-            &[1, 1, 3],
-            None,
-        )
-        .unwrap();
-        assert_eq!(
-            (g.out_spatial[0], g.pads_begin[0], g.pads_end[0]),
-            (3, 1, 1)
-        );
+        assert_eq!(one_axis(AutoPad::SameUpper, 2, 1, 5, 3), (3, 1, 1));
         // in 4, k 4, stride 1: total 3 -> UPPER (1, 2), LOWER (2, 1)
-        let g = geometry(
-            &ConvAttrs {
-                auto_pad: AutoPad::SameUpper,
-                ..Default::default()
-            },
-            &[1, 1, 4],
-            &[1, 1, 4],
-            None,
-        )
-        .unwrap();
-        assert_eq!(
-            (g.out_spatial[0], g.pads_begin[0], g.pads_end[0]),
-            (4, 1, 2)
-        );
-        let g = geometry(
-            &ConvAttrs {
-                auto_pad: AutoPad::SameLower,
-                ..Default::default()
-            },
-            &[1, 1, 4],
-            &[1, 1, 4],
-            None,
-        )
-        .unwrap();
-        assert_eq!((g.pads_begin[0], g.pads_end[0]), (2, 1));
+        assert_eq!(one_axis(AutoPad::SameUpper, 1, 1, 4, 4), (4, 1, 2));
+        assert_eq!(one_axis(AutoPad::SameLower, 1, 1, 4, 4), (4, 2, 1));
         // stride larger than the kernel: in 7, k 2, stride 4 -> out 2, total max(0, 4+2-7)=0
-        let g = geometry(
-            &ConvAttrs {
-                auto_pad: AutoPad::SameUpper,
-                strides: Some(vec![4]),
-                ..Default::default()
-            },
-            &[1, 1, 7],
-            &[1, 1, 2],
-            None,
-        )
-        .unwrap();
-        assert_eq!(
-            (g.out_spatial[0], g.pads_begin[0], g.pads_end[0]),
-            (2, 0, 0)
-        );
-        // dilated kernel: k 3, d 2 -> span 5; VALID on 9 -> 5
-        let g = geometry(
-            &ConvAttrs {
-                auto_pad: AutoPad::Valid,
-                dilations: Some(vec![2]),
-                ..Default::default()
-            },
-            &[1, 1, 9],
-            &[1, 1, 3],
-            None,
-        )
-        .unwrap();
-        assert_eq!(g.out_spatial[0], 5);
+        assert_eq!(one_axis(AutoPad::SameUpper, 4, 1, 7, 2), (2, 0, 0));
+        // dilated kernel: k 3, d 2 -> span 5; VALID on 9 -> 5; SAME_LOWER keeps 9
+        assert_eq!(one_axis(AutoPad::Valid, 1, 2, 9, 3), (5, 0, 0));
+        assert_eq!(one_axis(AutoPad::SameLower, 1, 2, 9, 3), (9, 2, 2));
     }
 
     #[test]
