@@ -17,7 +17,7 @@ use anyhow::{bail, Result};
 use expectations::{Expect, Expectations};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use onnx_conformance::backend::{Backend, Ours};
-use record::{Meta, Outcome, Recorder};
+use record::{with, Meta, MetaExt, Outcome, Recorder};
 use run_case::{Prepared, Verdict};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -206,24 +206,24 @@ fn trial(
     let trial = Trial::ignorable_test(name, move || {
         let (outcome, result) = match &expect {
             Expect::Skip(reason) => (
-                Outcome::Skipped.with(reason, None),
+                with(Outcome::Skipped, reason, None),
                 Ok(Completion::ignored_with(format!("skipped: {reason}"))),
             ),
             Expect::Pass => {
                 let v = run();
                 match v.failure.clone() {
-                    None => (Outcome::Pass.with("", Some(&v)), Ok(Completion::Completed)),
+                    None => (with(Outcome::Pass, "", Some(&v)), Ok(Completion::Completed)),
                     Some(m) => match c
                         .expectations
                         .known_failure(&trial_name, c.backend.name(), &m)
                     {
                         Some(reason) => (
-                            Outcome::ExpectedFailure.with(&reason, Some(&v)),
+                            with(Outcome::ExpectedFailure, &reason, Some(&v)),
                             Ok(Completion::ignored_with(format!(
                                 "expected failure: {reason}"
                             ))),
                         ),
-                        None => (Outcome::Fail.with(&m, Some(&v)), Err(Failed::from(m))),
+                        None => (with(Outcome::Fail, &m, Some(&v)), Err(Failed::from(m))),
                     },
                 }
             }
@@ -235,12 +235,12 @@ fn trial(
                             "listed as an expected failure ({reason}) but it passes: remove it from cases/expectations.toml"
                         );
                         (
-                            Outcome::UnexpectedPass.with(&m, Some(&v)),
+                            with(Outcome::UnexpectedPass, &m, Some(&v)),
                             Err(Failed::from(m)),
                         )
                     }
                     Some(_) => (
-                        Outcome::ExpectedFailure.with(reason, Some(&v)),
+                        with(Outcome::ExpectedFailure, reason, Some(&v)),
                         Ok(Completion::ignored_with(format!(
                             "expected failure: {reason}"
                         ))),

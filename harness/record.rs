@@ -4,60 +4,36 @@
 use crate::discover::Case;
 use crate::run_case::Verdict;
 use anyhow::{Context, Result};
-use serde::Serialize;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    Pass,
-    Fail,
-    ExpectedFailure,
-    UnexpectedPass,
-    Skipped,
-    NotExpressible,
+pub use onnx_conformance::trial_record::{
+    Outcome, TrialMeta as Meta, TrialRecord as Record, TrialRecords,
+};
+
+/// Bundles an outcome with its message and verdict.
+pub fn with(
+    outcome: Outcome,
+    message: &str,
+    verdict: Option<&Verdict>,
+) -> (Outcome, String, Option<Verdict>) {
+    (outcome, message.to_string(), verdict.cloned())
 }
 
-impl Outcome {
-    /// Bundles the outcome with its message and verdict.
-    pub fn with(
-        self,
-        message: &str,
+/// Builds metadata and records for trials.
+pub trait MetaExt {
+    fn of_case(case: &Case) -> Meta;
+    fn named(self, trial: &str, variant: bool) -> Meta;
+    fn outcome(
+        &self,
+        outcome: Outcome,
+        message: Option<String>,
         verdict: Option<&Verdict>,
-    ) -> (Outcome, String, Option<Verdict>) {
-        (self, message.to_string(), verdict.cloned())
-    }
+    ) -> Record;
 }
 
-/// What a trial is about: its operator, version and element type.
-#[derive(Clone, Debug, Serialize)]
-pub struct Meta {
-    pub trial: String,
-    pub source: String,
-    pub case: String,
-    /// The single node's op type, or `graph` for multi-node cases.
-    pub op: String,
-    /// The operator version the trial runs (a since_version), 0 if unknown.
-    pub version: i64,
-    /// The element type of the first input.
-    pub dtype: String,
-    /// True for `@<Op>-<version>` trials.
-    pub variant: bool,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct Record {
-    #[serde(flatten)]
-    pub meta: Meta,
-    pub outcome: Outcome,
-    pub message: Option<String>,
-    pub max_abs: Option<f64>,
-    pub max_rel: Option<f64>,
-}
-
-impl Meta {
-    pub fn of_case(case: &Case) -> Meta {
+impl MetaExt for Meta {
+    fn of_case(case: &Case) -> Meta {
         let mut m = Meta {
             trial: case.id(),
             source: case.source.clone(),
@@ -86,13 +62,13 @@ impl Meta {
         m
     }
 
-    pub fn named(mut self, trial: &str, variant: bool) -> Meta {
+    fn named(mut self, trial: &str, variant: bool) -> Meta {
         self.trial = trial.to_string();
         self.variant = variant;
         self
     }
 
-    pub fn outcome(
+    fn outcome(
         &self,
         outcome: Outcome,
         message: Option<String>,
@@ -128,7 +104,7 @@ impl Recorder {
             .clone();
         records.sort_by(|a, b| a.meta.trial.cmp(&b.meta.trial));
         let backend = std::env::var("ONNX_BACKEND").unwrap_or_else(|_| "ours".into());
-        let doc = serde_json::json!({ "backend": backend, "records": records });
+        let doc = TrialRecords { backend, records };
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }

@@ -16,6 +16,7 @@ pub mod ops;
 pub mod proto;
 pub mod schema;
 pub mod tensor;
+pub mod trial_record;
 
 pub use error::{Error, KernelError, Result};
 pub use model::Model;

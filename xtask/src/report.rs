@@ -7,7 +7,6 @@
 
 use anyhow::{bail, Context, Result};
 use onnx_conformance::schema;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -31,27 +30,7 @@ pub struct Args {
     features: Option<String>,
 }
 
-/// One trial as the harness records it.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub struct Trial {
-    pub trial: String,
-    pub source: String,
-    pub case: String,
-    pub op: String,
-    pub version: i64,
-    pub dtype: String,
-    pub variant: bool,
-    pub outcome: String,
-    pub message: Option<String>,
-    pub max_abs: Option<f64>,
-    pub max_rel: Option<f64>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Trials {
-    backend: String,
-    records: Vec<Trial>,
-}
+use onnx_conformance::trial_record::{Outcome, TrialRecord as Trial, TrialRecords as Trials};
 
 pub fn run(args: Args) -> Result<()> {
     let root = crate::project_root();
@@ -108,7 +87,7 @@ pub fn run(args: Args) -> Result<()> {
 fn counts(trials: &[&Trial]) -> BTreeMap<String, usize> {
     let mut m = BTreeMap::new();
     for t in trials {
-        *m.entry(t.outcome.clone()).or_insert(0) += 1;
+        *m.entry(t.outcome.name().to_string()).or_insert(0) += 1;
     }
     m
 }
@@ -116,18 +95,18 @@ fn counts(trials: &[&Trial]) -> BTreeMap<String, usize> {
 fn build(t: &Trials) -> serde_json::Value {
     let all: Vec<&Trial> = t.records.iter().collect();
     let mut operators = serde_json::Map::new();
-    let ops: BTreeSet<&str> = t.records.iter().map(|r| r.op.as_str()).collect();
+    let ops: BTreeSet<&str> = t.records.iter().map(|r| r.meta.op.as_str()).collect();
     for op in ops {
-        let of_op: Vec<&Trial> = all.iter().copied().filter(|r| r.op == op).collect();
-        let versions: BTreeSet<i64> = of_op.iter().map(|r| r.version).collect();
-        let dtypes: BTreeSet<&str> = of_op.iter().map(|r| r.dtype.as_str()).collect();
+        let of_op: Vec<&Trial> = all.iter().copied().filter(|r| r.meta.op == op).collect();
+        let versions: BTreeSet<i64> = of_op.iter().map(|r| r.meta.version).collect();
+        let dtypes: BTreeSet<&str> = of_op.iter().map(|r| r.meta.dtype.as_str()).collect();
         let mut cells = serde_json::Map::new();
         for v in &versions {
             for d in &dtypes {
                 let here: Vec<&Trial> = of_op
                     .iter()
                     .copied()
-                    .filter(|r| r.version == *v && r.dtype == *d)
+                    .filter(|r| r.meta.version == *v && r.meta.dtype == *d)
                     .collect();
                 if !here.is_empty() {
                     cells.insert(format!("{op}-{v}|{d}"), json!(counts(&here)));
@@ -155,8 +134,8 @@ fn build(t: &Trials) -> serde_json::Value {
     let failures: Vec<serde_json::Value> = t
         .records
         .iter()
-        .filter(|r| r.outcome == "fail" || r.outcome == "unexpected_pass")
-        .map(|r| json!({ "trial": r.trial, "max_abs": r.max_abs, "max_rel": r.max_rel,
+        .filter(|r| r.outcome.is_failure())
+        .map(|r| json!({ "trial": r.meta.trial, "max_abs": r.max_abs, "max_rel": r.max_rel,
             "message": r.message.as_deref().unwrap_or("").lines().take(6).collect::<Vec<_>>().join("\n") }))
         .collect();
     let trials: serde_json::Map<String, serde_json::Value> = t
@@ -164,7 +143,7 @@ fn build(t: &Trials) -> serde_json::Value {
         .iter()
         .map(|r| {
             (
-                r.trial.clone(),
+                r.meta.trial.clone(),
                 json!({ "outcome": r.outcome, "max_abs": r.max_abs, "max_rel": r.max_rel }),
             )
         })
@@ -321,19 +300,16 @@ fn xml_escape(s: &str) -> String {
 fn junit(t: &Trials) -> String {
     let mut by_op: BTreeMap<&str, Vec<&Trial>> = BTreeMap::new();
     for r in &t.records {
-        by_op.entry(r.op.as_str()).or_default().push(r);
+        by_op.entry(r.meta.op.as_str()).or_default().push(r);
     }
     let mut s = String::from(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"onnx-conformance\">\n",
     );
     for (op, list) in by_op {
-        let failures = list
-            .iter()
-            .filter(|r| r.outcome == "fail" || r.outcome == "unexpected_pass")
-            .count();
+        let failures = list.iter().filter(|r| r.outcome.is_failure()).count();
         let skipped = list
             .iter()
-            .filter(|r| !matches!(r.outcome.as_str(), "pass" | "fail" | "unexpected_pass"))
+            .filter(|r| r.outcome != Outcome::Pass && !r.outcome.is_failure())
             .count();
         let _ = writeln!(
             s,
@@ -345,26 +321,24 @@ fn junit(t: &Trials) -> String {
             let _ = write!(
                 s,
                 "    <testcase classname=\"{}\" name=\"{}\"",
-                xml_escape(&r.source),
-                xml_escape(&r.trial)
+                xml_escape(&r.meta.source),
+                xml_escape(&r.meta.trial)
             );
             let msg = xml_escape(r.message.as_deref().unwrap_or(""));
-            match r.outcome.as_str() {
-                "pass" => s.push_str("/>\n"),
-                "fail" | "unexpected_pass" => {
-                    let _ = writeln!(
-                        s,
-                        ">\n      <failure message=\"{}\">{msg}</failure>\n    </testcase>",
-                        xml_escape(&r.outcome)
-                    );
-                }
-                other => {
-                    let _ = writeln!(
-                        s,
-                        ">\n      <skipped message=\"{} {msg}\"/>\n    </testcase>",
-                        xml_escape(other)
-                    );
-                }
+            if r.outcome == Outcome::Pass {
+                s.push_str("/>\n");
+            } else if r.outcome.is_failure() {
+                let _ = writeln!(
+                    s,
+                    ">\n      <failure message=\"{}\">{msg}</failure>\n    </testcase>",
+                    r.outcome.name()
+                );
+            } else {
+                let _ = writeln!(
+                    s,
+                    ">\n      <skipped message=\"{} {msg}\"/>\n    </testcase>",
+                    r.outcome.name()
+                );
             }
         }
         s.push_str("  </testsuite>\n");

@@ -1,0 +1,68 @@
+//! The record of one conformance trial: written as JSON by the harness when
+//! `ONNX_REPORT` is set, read by `cargo xtask report`. One type serves both
+//! sides so the format cannot drift.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Pass,
+    Fail,
+    ExpectedFailure,
+    UnexpectedPass,
+    Skipped,
+    NotExpressible,
+}
+
+impl Outcome {
+    /// The name used in JSON and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::ExpectedFailure => "expected_failure",
+            Outcome::UnexpectedPass => "unexpected_pass",
+            Outcome::Skipped => "skipped",
+            Outcome::NotExpressible => "not_expressible",
+        }
+    }
+
+    /// A failure of the run (a fail, or an expected failure that passed).
+    pub fn is_failure(self) -> bool {
+        matches!(self, Outcome::Fail | Outcome::UnexpectedPass)
+    }
+}
+
+/// What a trial is about: its operator, version and element type.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TrialMeta {
+    pub trial: String,
+    pub source: String,
+    pub case: String,
+    /// The single node's op type, or `graph` for multi-node cases.
+    pub op: String,
+    /// The operator version the trial runs (a since_version), 0 if unknown.
+    pub version: i64,
+    /// The element type of the first input.
+    pub dtype: String,
+    /// True for `@<Op>-<version>` trials.
+    pub variant: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TrialRecord {
+    #[serde(flatten)]
+    pub meta: TrialMeta,
+    pub outcome: Outcome,
+    pub message: Option<String>,
+    pub max_abs: Option<f64>,
+    pub max_rel: Option<f64>,
+}
+
+/// The whole file: which backend ran, and every trial.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TrialRecords {
+    pub backend: String,
+    pub records: Vec<TrialRecord>,
+}
