@@ -1343,6 +1343,11 @@ mod tests {
         assert_eq!(one_axis(AutoPad::SameLower, 1, 2, 9, 3), (9, 2, 2));
     }
 
+    /// The error for a 1-D input of 5 and a kernel of 3 under `attrs`.
+    fn err_1d(attrs: ConvAttrs) -> String {
+        geo_err(attrs, &[1, 1, 5], &[1, 1, 3], None)
+    }
+
     #[test]
     fn bad_shapes_and_attributes_are_rejected() {
         let d = ConvAttrs::default;
@@ -1359,76 +1364,41 @@ mod tests {
         );
         assert!(geo_err(d(), &[1, 1, 5], &[2, 1, 3], Some(&[3]))
             .contains("input 'B': expected shape [2]"));
-        assert!(geo_err(
-            ConvAttrs {
-                strides: Some(vec![0]),
-                ..d()
-            },
-            &[1, 1, 5],
-            &[1, 1, 3],
-            None
-        )
+        assert!(err_1d(ConvAttrs {
+            strides: Some(vec![0]),
+            ..d()
+        })
         .contains("attribute 'strides': values must be at least 1"));
-        assert!(geo_err(
-            ConvAttrs {
-                dilations: Some(vec![-1]),
-                ..d()
-            },
-            &[1, 1, 5],
-            &[1, 1, 3],
-            None
-        )
+        assert!(err_1d(ConvAttrs {
+            dilations: Some(vec![-1]),
+            ..d()
+        })
         .contains("attribute 'dilations': values must be at least 1"));
-        assert!(geo_err(
-            ConvAttrs {
-                strides: Some(vec![1, 1]),
-                ..d()
-            },
-            &[1, 1, 5],
-            &[1, 1, 3],
-            None
-        )
+        assert!(err_1d(ConvAttrs {
+            strides: Some(vec![1, 1]),
+            ..d()
+        })
         .contains("attribute 'strides': expected 1 values"));
-        assert!(geo_err(
-            ConvAttrs {
-                pads: Some(vec![1]),
-                ..d()
-            },
-            &[1, 1, 5],
-            &[1, 1, 3],
-            None
-        )
+        assert!(err_1d(ConvAttrs {
+            pads: Some(vec![1]),
+            ..d()
+        })
         .contains("attribute 'pads': expected 2 values"));
-        assert!(geo_err(
-            ConvAttrs {
-                pads: Some(vec![1, -1]),
-                ..d()
-            },
-            &[1, 1, 5],
-            &[1, 1, 3],
-            None
-        )
+        assert!(err_1d(ConvAttrs {
+            pads: Some(vec![1, -1]),
+            ..d()
+        })
         .contains("attribute 'pads': values must not be negative"));
-        assert!(geo_err(
-            ConvAttrs {
-                pads: Some(vec![0, 0]),
-                auto_pad: AutoPad::Valid,
-                ..d()
-            },
-            &[1, 1, 5],
-            &[1, 1, 3],
-            None
-        )
+        assert!(err_1d(ConvAttrs {
+            pads: Some(vec![0, 0]),
+            auto_pad: AutoPad::Valid,
+            ..d()
+        })
         .contains("attribute 'pads': cannot be combined with auto_pad"));
-        assert!(geo_err(
-            ConvAttrs {
-                kernel_shape: Some(vec![2]),
-                ..d()
-            },
-            &[1, 1, 5],
-            &[1, 1, 3],
-            None
-        )
+        assert!(err_1d(ConvAttrs {
+            kernel_shape: Some(vec![2]),
+            ..d()
+        })
         .contains("attribute 'kernel_shape': [2] contradicts W's spatial shape [3]"));
         assert!(geo_err(d(), &[1, 1, 2], &[1, 1, 3], None).contains("the output would be empty"));
         assert!(

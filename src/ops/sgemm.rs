@@ -55,6 +55,33 @@ pub unsafe fn sgemm_acc(
     false
 }
 
+/// Packs row panel `q` of A (rows q*MR.., columns k0..k0+kc) into `dst`,
+/// k-major, rows past `m` zero.
+///
+/// # Safety
+/// `a` must hold `m` rows of at least `k0 + kc` values at stride `lda`;
+/// `dst` holds `kc * MR` values.
+unsafe fn pack_a_panel(
+    a: *const f32,
+    lda: usize,
+    m: usize,
+    q: usize,
+    k0: usize,
+    kc: usize,
+    dst: &mut [f32],
+) {
+    let h = MR.min(m - q * MR);
+    for kk in 0..kc {
+        for r in 0..MR {
+            dst[kk * MR + r] = if r < h {
+                *a.add((q * MR + r) * lda + k0 + kk)
+            } else {
+                0.0
+            };
+        }
+    }
+}
+
 /// Pre-packed operands, for callers that produce B row by row (im2col) and
 /// reuse A (Conv weights) across many calls.
 ///
@@ -120,13 +147,10 @@ pub mod packed {
             let kc = KC.min(k - k0);
             let block = &mut pa[k0 * m_panels * MR..(k0 + kc) * m_panels * MR];
             // Within a k block, panel q is the contiguous chunk q.
-            let pack = |(q, dst): (usize, &mut [f32])| {
-                let h = MR.min(m - q * MR);
-                for kk in 0..kc {
-                    for r in 0..h {
-                        dst[kk * MR + r] = a[(q * MR + r) * lda + k0 + kk];
-                    }
-                }
+            assert!(a.len() >= (m - 1) * lda + k);
+            // SAFETY: every row read (< m, columns < k) is inside `a` (asserted).
+            let pack = |(q, dst): (usize, &mut [f32])| unsafe {
+                super::pack_a_panel(a.as_ptr(), lda, m, q, k0, kc, dst)
             };
             if m * kc >= 1 << 15 {
                 block.par_chunks_mut(kc * MR).enumerate().for_each(pack);
@@ -240,18 +264,15 @@ mod imp {
             }
             // Pack A[:, k0..k0+kc] into row panels of MR, k-major, zero-padded.
             for p in 0..m_panels {
-                let i0 = p * MR;
-                let h = MR.min(m - i0);
-                let dst = &mut pa[p * MR * kc..(p + 1) * MR * kc];
-                for r in 0..MR {
-                    for kk in 0..kc {
-                        dst[kk * MR + r] = if r < h {
-                            *a.add((i0 + r) * lda + k0 + kk)
-                        } else {
-                            0.0
-                        };
-                    }
-                }
+                super::pack_a_panel(
+                    a,
+                    lda,
+                    m,
+                    p,
+                    k0,
+                    kc,
+                    &mut pa[p * MR * kc..(p + 1) * MR * kc],
+                );
             }
             for pm in 0..m_panels {
                 let i0 = pm * MR;
