@@ -1,6 +1,7 @@
 //! Typed errors of the library. Every failure a kernel, the loader or the
 //! executor can meet is one of these; none of them panics.
 
+use crate::limits::LimitExceeded;
 use crate::tensor::DataType;
 
 /// A failure while loading or running a model.
@@ -12,9 +13,21 @@ pub enum Error {
     /// A well-formed message whose content we cannot represent.
     #[error("{what}: {detail}")]
     Unsupported { what: String, detail: String },
-    /// A tensor whose data lives in another file.
-    #[error("tensor '{tensor}' uses external data ({location}), which is not supported: embed the data in the model")]
-    ExternalData { tensor: String, location: String },
+    /// A tensor whose data lives in another file that cannot be used: no
+    /// case folder to resolve it in, a path outside that folder, or a
+    /// missing or short file.
+    #[error("tensor '{tensor}': external data '{location}' refused: {detail}")]
+    ExternalData {
+        tensor: String,
+        location: String,
+        detail: String,
+    },
+    /// A file that cannot be read.
+    #[error("cannot read {path}: {detail}")]
+    Io { path: String, detail: String },
+    /// A model or tensor larger than a configured limit allows.
+    #[error("{0}")]
+    Limit(LimitExceeded),
     /// No kernel matches the node's domain, op type and the model's opset.
     #[error("node '{node}': no kernel for {domain}{sep}{op} at opset {opset}{hint}", sep = if domain.is_empty() { "" } else { "::" })]
     NoKernel {
@@ -52,8 +65,9 @@ pub enum KernelError {
         dtype: DataType,
         allowed: String,
     },
-    #[error("output would hold {elements} elements, more than the limit of {limit} (raise Limits::max_output_elements to allow it)")]
-    TooLarge { elements: u128, limit: u64 },
+    /// The output or the work would exceed a configured limit.
+    #[error("{0}")]
+    Limit(LimitExceeded),
     #[error("{0}")]
     Invalid(String),
 }
@@ -71,6 +85,49 @@ impl KernelError {
             name: name.to_string(),
             expected: expected.into(),
         }
+    }
+}
+
+impl Error {
+    /// A short name for the kind of failure, stable across message wording:
+    /// `decode`, `unsupported`, `external-data`, `io`, `limit`, `no-kernel`,
+    /// `graph`, or for a rejected node the kernel's kind (`attribute`,
+    /// `input`, `type`, `limit`, `invalid`). The invalid-input suite matches it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Decode { .. } => "decode",
+            Error::Unsupported { .. } => "unsupported",
+            Error::ExternalData { .. } => "external-data",
+            Error::Io { .. } => "io",
+            Error::Limit(_) => "limit",
+            Error::NoKernel { .. } => "no-kernel",
+            Error::Graph { .. } => "graph",
+            Error::Node { source, .. } => source.kind(),
+        }
+    }
+}
+
+impl KernelError {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            KernelError::Attribute { .. } => "attribute",
+            KernelError::Input { .. } => "input",
+            KernelError::Type { .. } => "type",
+            KernelError::Limit(_) => "limit",
+            KernelError::Invalid(_) => "invalid",
+        }
+    }
+}
+
+impl From<LimitExceeded> for KernelError {
+    fn from(e: LimitExceeded) -> Self {
+        KernelError::Limit(e)
+    }
+}
+
+impl From<LimitExceeded> for Error {
+    fn from(e: LimitExceeded) -> Self {
+        Error::Limit(e)
     }
 }
 

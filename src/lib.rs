@@ -10,7 +10,9 @@
 pub mod backend;
 pub mod compare;
 pub mod error;
+pub mod files;
 pub mod graph;
+pub mod limits;
 pub mod model;
 pub mod ops;
 pub mod proto;
@@ -19,6 +21,6 @@ pub mod tensor;
 pub mod trial_record;
 
 pub use error::{Error, KernelError, Result};
+pub use limits::{LimitExceeded, Limits};
 pub use model::Model;
-pub use ops::Limits;
 pub use tensor::{DataType, Storage, Tensor};

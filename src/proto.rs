@@ -10,6 +10,8 @@
 //! `raw_data`, strings with `string_data`.
 
 use crate::error::{Error, Result};
+use crate::files::{self, ExternalRef};
+use crate::limits::Limits;
 use crate::model::{AttrValue, Attribute, Graph, Model, Node, ValueInfo};
 use crate::tensor::{DataType, Storage, Tensor};
 use half::{bf16, f16};
@@ -25,18 +27,102 @@ fn decode_err(what: &str, detail: impl ToString) -> Error {
     }
 }
 
-/// Parses a serialized `ModelProto`.
-pub fn load_model(bytes: &[u8]) -> Result<Model> {
-    let m = pb::ModelProto::parse_from_bytes(bytes).map_err(|e| decode_err("model", e))?;
-    model_from_proto(&m)
+/// How untrusted bytes are decoded: the limits, and the folder external
+/// tensor data may be read from (None: external data is refused).
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    pub limits: Limits,
+    pub base_dir: Option<std::path::PathBuf>,
 }
 
-/// Parses a serialized `TensorProto` (a `.pb` file of a test data set).
-/// Returns the tensor's name (possibly empty) and the tensor.
+impl LoadOptions {
+    pub fn new(limits: Limits) -> LoadOptions {
+        LoadOptions {
+            limits,
+            base_dir: None,
+        }
+    }
+}
+
+/// Parses a serialized `ModelProto` with default limits and no external data.
+pub fn load_model(bytes: &[u8]) -> Result<Model> {
+    load_model_with(bytes, &LoadOptions::default())
+}
+
+/// Parses a serialized `ModelProto`.
+pub fn load_model_with(bytes: &[u8], opts: &LoadOptions) -> Result<Model> {
+    let m: pb::ModelProto = parse(bytes, "model", &opts.limits)?;
+    model_from_proto(&m, opts)
+}
+
+/// Reads and parses a model file; external data resolves inside its folder.
+pub fn load_model_file(path: &std::path::Path, limits: Limits) -> Result<Model> {
+    let bytes = files::read_limited(path, limits.max_file_bytes)?;
+    load_model_with(&bytes, &in_folder_of(path, limits)).map_err(|e| in_file(e, path))
+}
+
+/// Parses a serialized `TensorProto` (a `.pb` file of a test data set) with
+/// default limits and no external data. Returns the tensor's name (possibly
+/// empty) and the tensor.
 pub fn load_tensor(bytes: &[u8]) -> Result<(String, Tensor)> {
-    let t = pb::TensorProto::parse_from_bytes(bytes).map_err(|e| decode_err("tensor", e))?;
-    let tensor = tensor_from_proto(&t)?;
+    load_tensor_with(bytes, &LoadOptions::default())
+}
+
+/// Parses a serialized `TensorProto`.
+pub fn load_tensor_with(bytes: &[u8], opts: &LoadOptions) -> Result<(String, Tensor)> {
+    let t: pb::TensorProto = parse(bytes, "tensor", &opts.limits)?;
+    let tensor = tensor_from_proto(&t, opts)?;
     Ok((t.name.clone(), tensor))
+}
+
+/// Reads and parses a tensor file; external data resolves inside its folder.
+pub fn load_tensor_file(path: &std::path::Path, limits: Limits) -> Result<(String, Tensor)> {
+    let bytes = files::read_limited(path, limits.max_file_bytes)?;
+    load_tensor_with(&bytes, &in_folder_of(path, limits)).map_err(|e| in_file(e, path))
+}
+
+fn in_folder_of(path: &std::path::Path, limits: Limits) -> LoadOptions {
+    LoadOptions {
+        limits,
+        base_dir: Some(
+            path.parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(std::path::Path::new("."))
+                .to_path_buf(),
+        ),
+    }
+}
+
+/// Names the file in a decode error (other kinds already say enough).
+fn in_file(e: Error, path: &std::path::Path) -> Error {
+    match e {
+        Error::Decode { what, detail } => Error::Decode {
+            what: format!("{what} in {}", path.display()),
+            detail,
+        },
+        other => other,
+    }
+}
+
+/// Decodes a message, following nested messages at most `max_nesting` deep.
+fn parse<M: Message>(bytes: &[u8], what: &str, limits: &Limits) -> Result<M> {
+    let mut input = protobuf::CodedInputStream::from_bytes(bytes);
+    input.set_recursion_limit(limits.max_nesting);
+    let mut m = M::new();
+    m.merge_from(&mut input)
+        .and_then(|()| input.check_eof())
+        .map_err(|e| {
+            let detail = e.to_string();
+            if detail.contains("recursion") {
+                decode_err(
+                    what,
+                    format!("{detail} (messages nest deeper than the limit max_nesting = {}; raise it with ONNX_LIMITS=max_nesting=N)", limits.max_nesting),
+                )
+            } else {
+                decode_err(what, detail)
+            }
+        })?;
+    Ok(m)
 }
 
 /// Serializes a tensor as a `TensorProto` with the given name.
@@ -62,7 +148,7 @@ pub fn save_model(model: &Model) -> Result<Vec<u8>> {
         .map_err(|e| decode_err("model (encoding)", e))
 }
 
-fn model_from_proto(m: &pb::ModelProto) -> Result<Model> {
+fn model_from_proto(m: &pb::ModelProto, opts: &LoadOptions) -> Result<Model> {
     let graph = m
         .graph
         .as_ref()
@@ -80,18 +166,35 @@ fn model_from_proto(m: &pb::ModelProto) -> Result<Model> {
             .iter()
             .map(|o| (o.domain.clone(), o.version))
             .collect(),
-        graph: graph_from_proto(graph)?,
+        graph: graph_from_proto(graph, opts)?,
     })
 }
 
-fn graph_from_proto(g: &pb::GraphProto) -> Result<Graph> {
+fn graph_from_proto(g: &pb::GraphProto, opts: &LoadOptions) -> Result<Graph> {
+    let what = format!("graph '{}'", g.name);
+    Limits::check(
+        format!("{what} ({} nodes)", g.node.len()),
+        "max_nodes",
+        g.node.len() as u128,
+        opts.limits.max_nodes,
+    )?;
+    let values = g.initializer.len()
+        + g.input.len()
+        + g.output.len()
+        + g.node.iter().map(|n| n.output.len()).sum::<usize>();
+    Limits::check(
+        format!("{what} ({values} named values)"),
+        "max_values",
+        values as u128,
+        opts.limits.max_values,
+    )?;
     let mut initializers = Vec::with_capacity(g.initializer.len());
     for t in &g.initializer {
-        initializers.push((t.name.clone(), tensor_from_proto(t)?));
+        initializers.push((t.name.clone(), tensor_from_proto(t, opts)?));
     }
     let mut nodes = Vec::with_capacity(g.node.len());
     for n in &g.node {
-        nodes.push(node_from_proto(n)?);
+        nodes.push(node_from_proto(n, opts)?);
     }
     Ok(Graph {
         name: g.name.clone(),
@@ -127,7 +230,7 @@ fn value_info_from_proto(v: &pb::ValueInfoProto) -> ValueInfo {
     info
 }
 
-fn node_from_proto(n: &pb::NodeProto) -> Result<Node> {
+fn node_from_proto(n: &pb::NodeProto, opts: &LoadOptions) -> Result<Node> {
     let display = if n.name.is_empty() {
         format!(
             "{} -> {}",
@@ -141,7 +244,7 @@ fn node_from_proto(n: &pb::NodeProto) -> Result<Node> {
     for a in &n.attribute {
         attributes.push(Attribute {
             name: a.name.clone(),
-            value: attr_from_proto(a).map_err(|e| match e {
+            value: attr_from_proto(a, opts).map_err(|e| match e {
                 Error::Decode { what, detail } => Error::Decode {
                     what: format!("node '{display}', attribute '{}' ({what})", a.name),
                     detail,
@@ -164,7 +267,7 @@ fn utf8(bytes: &[u8], what: &str) -> Result<String> {
     String::from_utf8(bytes.to_vec()).map_err(|_| decode_err(what, "string is not valid UTF-8"))
 }
 
-fn attr_from_proto(a: &pb::AttributeProto) -> Result<AttrValue> {
+fn attr_from_proto(a: &pb::AttributeProto, opts: &LoadOptions) -> Result<AttrValue> {
     use pb::attribute_proto::AttributeType as T;
     let ty = a
         .type_
@@ -174,11 +277,11 @@ fn attr_from_proto(a: &pb::AttributeProto) -> Result<AttrValue> {
         T::FLOAT => AttrValue::Float(a.f),
         T::INT => AttrValue::Int(a.i),
         T::STRING => AttrValue::String(utf8(&a.s, "attribute")?),
-        T::TENSOR => {
-            AttrValue::Tensor(tensor_from_proto(a.t.as_ref().ok_or_else(|| {
-                decode_err("attribute", "TENSOR attribute without a tensor")
-            })?)?)
-        }
+        T::TENSOR => AttrValue::Tensor(tensor_from_proto(
+            a.t.as_ref()
+                .ok_or_else(|| decode_err("attribute", "TENSOR attribute without a tensor"))?,
+            opts,
+        )?),
         T::FLOATS => AttrValue::Floats(a.floats.clone()),
         T::INTS => AttrValue::Ints(a.ints.clone()),
         T::STRINGS => AttrValue::Strings(
@@ -212,25 +315,12 @@ fn dims_of(t: &pb::TensorProto, name: &str) -> Result<(Vec<usize>, usize)> {
 /// Decodes one `TensorProto`. The element count is checked against the data
 /// actually present before anything is allocated, so a huge `dims` with
 /// little data is an error, not an allocation.
-pub(crate) fn tensor_from_proto(t: &pb::TensorProto) -> Result<Tensor> {
+pub(crate) fn tensor_from_proto(t: &pb::TensorProto, opts: &LoadOptions) -> Result<Tensor> {
     let what = if t.name.is_empty() {
         "tensor".to_string()
     } else {
         format!("tensor '{}'", t.name)
     };
-    let external = t.data_location.enum_value() == Ok(pb::tensor_proto::DataLocation::EXTERNAL);
-    if external || !t.external_data.is_empty() {
-        let location = t
-            .external_data
-            .iter()
-            .find(|e| e.key == "location")
-            .map(|e| e.value.clone())
-            .unwrap_or_else(|| "unknown location".to_string());
-        return Err(Error::ExternalData {
-            tensor: t.name.clone(),
-            location,
-        });
-    }
     if t.segment.is_some() {
         return Err(Error::Unsupported {
             what,
@@ -240,7 +330,30 @@ pub(crate) fn tensor_from_proto(t: &pb::TensorProto) -> Result<Tensor> {
     let dtype = DataType::from_code(t.data_type)
         .ok_or_else(|| decode_err(&what, format!("unknown data_type {}", t.data_type)))?;
     let (dims, count) = dims_of(t, &what)?;
+    Limits::check(
+        format!("{what} of shape {dims:?}"),
+        "max_tensor_bytes",
+        count as u128 * dtype.memory_bytes() as u128,
+        opts.limits.max_tensor_bytes,
+    )?;
     let shape = IxDyn(&dims);
+    let external = t.data_location.enum_value() == Ok(pb::tensor_proto::DataLocation::EXTERNAL);
+    if external || !t.external_data.is_empty() {
+        let raw = files::read_external(
+            &t.name,
+            &external_ref(t)?,
+            opts.base_dir.as_deref(),
+            opts.limits.max_tensor_bytes,
+        )?;
+        if dtype == DataType::String {
+            return Err(Error::Unsupported {
+                what,
+                detail: "string tensors cannot hold external data".to_string(),
+            });
+        }
+        let storage = reshape(from_raw(dtype, &raw, count, &what)?, shape, &what)?;
+        return Tensor::new(dtype, storage).map_err(|e| decode_err(&what, e));
+    }
     let storage = if !t.raw_data.is_empty() || (count == 0 && dtype != DataType::String) {
         from_raw(dtype, &t.raw_data, count, &what)?
     } else {
@@ -248,6 +361,41 @@ pub(crate) fn tensor_from_proto(t: &pb::TensorProto) -> Result<Tensor> {
     };
     let storage = reshape(storage, shape, &what)?;
     Tensor::new(dtype, storage).map_err(|e| decode_err(&what, e))
+}
+
+/// The `external_data` entries of a tensor: `location` (required),
+/// `offset` and `length` (decimal, optional); other keys are ignored.
+fn external_ref(t: &pb::TensorProto) -> Result<ExternalRef> {
+    let refuse = |location: &str, detail: String| Error::ExternalData {
+        tensor: t.name.clone(),
+        location: location.to_string(),
+        detail,
+    };
+    let get = |key: &str| {
+        t.external_data
+            .iter()
+            .find(|e| e.key == key)
+            .map(|e| e.value.as_str())
+    };
+    let location =
+        get("location").ok_or_else(|| refuse("", "no 'location' entry in external_data".into()))?;
+    let number = |key: &str| -> Result<Option<u64>> {
+        get(key)
+            .map(|v| {
+                v.trim().parse::<u64>().map_err(|_| {
+                    refuse(
+                        location,
+                        format!("'{key}' is '{v}', not a non-negative integer"),
+                    )
+                })
+            })
+            .transpose()
+    };
+    Ok(ExternalRef {
+        location: location.to_string(),
+        offset: number("offset")?.unwrap_or(0),
+        length: number("length")?,
+    })
 }
 
 fn reshape(s: Storage, shape: IxDyn, what: &str) -> Result<Storage> {
@@ -636,7 +784,7 @@ mod tests {
     fn raw_and_typed_fields_agree() {
         let mut t = proto(DataType::Float16, &[2]);
         t.int32_data = vec![0x3c00, 0x4000];
-        let a = tensor_from_proto(&t).unwrap();
+        let a = tensor_from_proto(&t, &LoadOptions::default()).unwrap();
         assert_eq!(
             a,
             Tensor::from_vec(&[2], vec![f16::from_f32(1.0), f16::from_f32(2.0)])
@@ -651,11 +799,11 @@ mod tests {
         // onnx.helper.make_tensor('x', INT4, [3], [1, -2, 3]) stores int32_data [225, 3].
         let mut t = proto(DataType::Int4, &[3]);
         t.int32_data = vec![225, 3];
-        let a = tensor_from_proto(&t).unwrap();
+        let a = tensor_from_proto(&t, &LoadOptions::default()).unwrap();
         assert_eq!(a.storage(), &Storage::Bits(vec1(vec![1, 0xE, 3])));
         let mut r = proto(DataType::Int4, &[3]);
         r.raw_data = vec![0xE1, 0x03];
-        assert_eq!(tensor_from_proto(&r).unwrap(), a);
+        assert_eq!(tensor_from_proto(&r, &LoadOptions::default()).unwrap(), a);
         assert_eq!(tensor_to_proto("", &a).unwrap().raw_data, vec![0xE1, 0x03]);
     }
 
@@ -675,7 +823,7 @@ mod tests {
                 _ => {
                     let mut p = proto(d, &[3]);
                     p.raw_data = vec![1u8; (3 * d.bit_width()).div_ceil(8)];
-                    tensor_from_proto(&p).unwrap()
+                    tensor_from_proto(&p, &LoadOptions::default()).unwrap()
                 }
             };
             let (_, back) = load_tensor(&save_tensor("t", &t).unwrap()).unwrap();
@@ -687,14 +835,23 @@ mod tests {
     fn short_data_is_an_error_not_an_allocation() {
         let mut t = proto(DataType::Float, &[1_000_000_000_000]);
         t.raw_data = vec![0; 8];
-        let e = tensor_from_proto(&t).unwrap_err().to_string();
+        let e = tensor_from_proto(&t, &LoadOptions::default()).unwrap_err();
+        assert!(e.to_string().contains("max_tensor_bytes"), "{e}");
+        // Without the limit, the data present is what bounds the work.
+        let unlimited = LoadOptions::new(Limits {
+            max_tensor_bytes: u64::MAX,
+            ..Limits::default()
+        });
+        let e = tensor_from_proto(&t, &unlimited).unwrap_err().to_string();
         assert!(
             e.contains("raw_data (bytes) holds 8 values but the shape needs"),
             "{e}"
         );
         let mut t = proto(DataType::Int64, &[2]);
         t.int64_data = vec![1];
-        let e = tensor_from_proto(&t).unwrap_err().to_string();
+        let e = tensor_from_proto(&t, &LoadOptions::default())
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("int64_data holds 1 values but the shape needs 2"),
             "{e}"
@@ -704,13 +861,13 @@ mod tests {
     #[test]
     fn negative_dims_and_unknown_types_are_rejected() {
         let t = proto(DataType::Float, &[-1]);
-        assert!(tensor_from_proto(&t)
+        assert!(tensor_from_proto(&t, &LoadOptions::default())
             .unwrap_err()
             .to_string()
             .contains("negative dimension"));
         let mut t = proto(DataType::Float, &[1]);
         t.data_type = 99;
-        assert!(tensor_from_proto(&t)
+        assert!(tensor_from_proto(&t, &LoadOptions::default())
             .unwrap_err()
             .to_string()
             .contains("unknown data_type 99"));
@@ -725,9 +882,11 @@ mod tests {
         e.value = "weights.bin".into();
         t.external_data.push(e);
         t.data_location = protobuf::EnumOrUnknown::new(pb::tensor_proto::DataLocation::EXTERNAL);
-        let msg = tensor_from_proto(&t).unwrap_err().to_string();
+        let e = tensor_from_proto(&t, &LoadOptions::default()).unwrap_err();
+        assert_eq!(e.kind(), "external-data");
+        let msg = e.to_string();
         assert!(
-            msg.contains("tensor 'w' uses external data (weights.bin)"),
+            msg.starts_with("tensor 'w': external data 'weights.bin' refused: no folder"),
             "{msg}"
         );
     }

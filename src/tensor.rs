@@ -152,6 +152,16 @@ impl DataType {
         }
     }
 
+    /// Bytes one element takes in memory here (sub-byte types are stored
+    /// one per byte); for strings, the handle only, not the text.
+    pub fn memory_bytes(self) -> usize {
+        match self {
+            DataType::String => std::mem::size_of::<String>(),
+            d if d.is_bits() => 1,
+            d => d.bit_width() / 8,
+        }
+    }
+
     /// True for types stored as bit patterns in `Storage::Bits`.
     pub fn is_bits(self) -> bool {
         matches!(

@@ -39,7 +39,7 @@ pub fn run(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
         &spec,
         Mode::Constant,
         &FillValue::Default,
-        ctx.limits.max_output_elements,
+        ctx.limits.max_output_bytes,
     )?])
 }
 

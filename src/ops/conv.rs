@@ -31,6 +31,7 @@
 
 use super::{check_type, KernelCtx, OpOutput};
 use crate::error::KernelError;
+use crate::limits::Limits;
 use crate::tensor::{DataType, Storage, Tensor};
 use half::{bf16, f16};
 use ndarray::{ArrayD, IxDyn};
@@ -144,6 +145,26 @@ impl Geometry {
         self.kernel.iter().product()
     }
 
+    /// One input channel per group and few outputs per channel: the
+    /// depthwise kernel, which needs no im2col.
+    fn is_depthwise_2d(&self) -> bool {
+        self.in_spatial.len() == 2
+            && self.in_channels / self.group == 1
+            && self.out_channels / self.group <= 4
+            && self.group > 1
+    }
+
+    /// A 1x1 kernel with unit strides and no padding: a plain GEMM.
+    fn is_pointwise(&self) -> bool {
+        self.kernel.iter().all(|&k| k == 1)
+            && self.strides.iter().all(|&s| s == 1)
+            && self
+                .pads_begin
+                .iter()
+                .chain(&self.pads_end)
+                .all(|&p| p == 0)
+    }
+
     /// Multiply-adds of the whole convolution (for GFLOP/s figures: x2).
     pub fn macs(&self) -> u64 {
         (self.batch * self.out_channels * self.out_size()) as u64
@@ -211,15 +232,17 @@ pub fn geometry(
             format!("must be at least 1, got {}", a.group),
         ));
     }
-    let group = a.group as usize;
+    let group = usize::try_from(a.group).map_err(|_| {
+        KernelError::attribute("group", format!("{} does not fit this machine", a.group))
+    })?;
     let (m, cg) = (w[0], w[1]);
-    if x[1] != cg * group {
+    if cg.checked_mul(group) != Some(x[1]) {
         return Err(KernelError::input(
             "W",
             format!(
                 "X has {} channels but W.shape[1] * group = {cg} * {group} = {}",
                 x[1],
-                cg * group
+                cg as u128 * group as u128
             ),
         ));
     }
@@ -341,6 +364,40 @@ pub fn geometry(
     })
 }
 
+/// Columns of the narrowest im2col tile: a GEMM panel.
+const MIN_TILE_COLUMNS: u128 = 48;
+
+/// Refuses, before any allocation, a convolution whose output, work or
+/// im2col buffer exceeds the limits.
+fn check_limits(g: &Geometry, dtype: DataType, limits: &Limits) -> Result<(), KernelError> {
+    let out_len: u128 = g.out_shape().iter().map(|&d| d as u128).product();
+    Limits::check(
+        format!("output of shape {:?}", g.out_shape()),
+        "max_output_bytes",
+        out_len * dtype.memory_bytes() as u128,
+        limits.max_output_bytes,
+    )?;
+    let kdim =
+        (g.in_channels / g.group) as u128 * g.kernel.iter().map(|&k| k as u128).product::<u128>();
+    Limits::check(
+        "convolution (multiply-adds)",
+        "max_conv_macs",
+        out_len.saturating_mul(kdim),
+        limits.max_conv_macs,
+    )?;
+    if !g.is_depthwise_2d() && !g.is_pointwise() {
+        // f16 and bf16 are computed in f32.
+        let elem = if dtype == DataType::Double { 8 } else { 4 };
+        Limits::check(
+            format!("im2col tile ({kdim} rows x {MIN_TILE_COLUMNS} columns)"),
+            "max_im2col_bytes",
+            kdim * MIN_TILE_COLUMNS * elem,
+            limits.max_im2col_bytes,
+        )?;
+    }
+    Ok(())
+}
+
 pub fn run(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
     let v = ctx.version;
     if inputs.len() > 3 {
@@ -370,13 +427,8 @@ pub fn run(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
     }
     let attrs = ConvAttrs::from_ctx(ctx)?;
     let g = geometry(&attrs, x.shape(), w.shape(), b.map(|t| t.shape()))?;
-    let out_len: u128 = g.out_shape().iter().map(|&d| d as u128).product();
-    if out_len > ctx.limits.max_output_elements as u128 {
-        return Err(KernelError::TooLarge {
-            elements: out_len,
-            limit: ctx.limits.max_output_elements,
-        });
-    }
+    check_limits(&g, x.dtype(), &ctx.limits)?;
+    let scratch = ctx.limits.max_im2col_bytes.min(usize::MAX as u64) as usize;
     let shape = IxDyn(&g.out_shape());
     let wrap = |s: Storage| Tensor::new(x.dtype(), s).map_err(KernelError::Invalid);
     let out = match (x.storage(), w.storage()) {
@@ -384,20 +436,20 @@ pub fn run(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
             let bias = b
                 .and_then(|t| t.array::<f32>())
                 .map(|a| a.iter().copied().collect::<Vec<_>>());
-            let y = conv(&g, slice(xa)?, slice(wa)?, bias.as_deref());
+            let y = conv(&g, slice(xa)?, slice(wa)?, bias.as_deref(), scratch);
             wrap(Storage::F32(reshape(y, shape)?))?
         }
         (Storage::F64(xa), Storage::F64(wa)) => {
             let bias = b
                 .and_then(|t| t.array::<f64>())
                 .map(|a| a.iter().copied().collect::<Vec<_>>());
-            let y = conv(&g, slice(xa)?, slice(wa)?, bias.as_deref());
+            let y = conv(&g, slice(xa)?, slice(wa)?, bias.as_deref(), scratch);
             wrap(Storage::F64(reshape(y, shape)?))?
         }
         (Storage::F16(xa), Storage::F16(wa)) => {
             let widen = |a: &ArrayD<f16>| a.iter().map(|v| v.to_f32()).collect::<Vec<_>>();
             let bias = b.and_then(|t| t.array::<f16>()).map(widen);
-            let y = conv(&g, &widen(xa), &widen(wa), bias.as_deref());
+            let y = conv(&g, &widen(xa), &widen(wa), bias.as_deref(), scratch);
             wrap(Storage::F16(reshape(
                 y.into_iter().map(f16::from_f32).collect(),
                 shape,
@@ -406,7 +458,7 @@ pub fn run(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
         (Storage::BF16(xa), Storage::BF16(wa)) => {
             let widen = |a: &ArrayD<bf16>| a.iter().map(|v| v.to_f32()).collect::<Vec<_>>();
             let bias = b.and_then(|t| t.array::<bf16>()).map(widen);
-            let y = conv(&g, &widen(xa), &widen(wa), bias.as_deref());
+            let y = conv(&g, &widen(xa), &widen(wa), bias.as_deref(), scratch);
             wrap(Storage::BF16(reshape(
                 y.into_iter().map(bf16::from_f32).collect(),
                 shape,
@@ -467,7 +519,13 @@ impl<T> SendPtr<T> {
 
 /// Computes the convolution for a validated geometry. `x`, `w` and `bias`
 /// are row-major buffers of the shapes `g` was built from.
-pub fn conv<T: Real>(g: &Geometry, x: &[T], w: &[T], bias: Option<&[T]>) -> Vec<T> {
+pub fn conv<T: Real>(
+    g: &Geometry,
+    x: &[T],
+    w: &[T],
+    bias: Option<&[T]>,
+    scratch_bytes: usize,
+) -> Vec<T> {
     let os = g.out_size();
     let planes = g.batch * g.out_channels;
     // Each output plane starts as its bias (or zero), written in one pass:
@@ -480,14 +538,10 @@ pub fn conv<T: Real>(g: &Geometry, x: &[T], w: &[T], bias: Option<&[T]>) -> Vec<
     if os == 0 || planes == 0 {
         return y;
     }
-    let cg = g.in_channels / g.group;
-    let mg = g.out_channels / g.group;
-    if g.in_spatial.len() == 2 && cg == 1 && mg <= 4 && g.group > 1 {
-        depthwise_2d(g, x, w, &mut y);
-    } else if g.kernel.iter().all(|&k| k == 1)
-        && g.strides.iter().all(|&s| s == 1)
-        && g.pads_begin.iter().chain(&g.pads_end).all(|&p| p == 0)
-    {
+    let tile_bytes = TILE_BYTES.min(scratch_bytes);
+    if g.is_depthwise_2d() {
+        depthwise_2d(g, x, w, &mut y, tile_bytes);
+    } else if g.is_pointwise() {
         pointwise(g, x, w, &mut y);
     } else if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
         && super::sgemm::available()
@@ -500,9 +554,9 @@ pub fn conv<T: Real>(g: &Geometry, x: &[T], w: &[T], bias: Option<&[T]>) -> Vec<
                 std::slice::from_raw_parts_mut(y.as_mut_ptr() as *mut f32, y.len()),
             )
         };
-        im2col_gemm_packed(g, xf, wf, yf);
+        im2col_gemm_packed(g, xf, wf, yf, tile_bytes);
     } else {
-        im2col_gemm(g, x, w, &mut y);
+        im2col_gemm(g, x, w, &mut y, tile_bytes);
     }
     y
 }
@@ -617,9 +671,9 @@ fn pointwise<T: Real>(g: &Geometry, x: &[T], w: &[T], y: &mut [T]) {
 /// Column tiles of at most TILE_BYTES of im2col data, as many as keeps every
 /// thread busy (a multiple of the thread count when there are few images and
 /// groups), of equal width. Returns (tile width, tile count).
-fn tiles_for(g: &Geometry, kdim: usize, elem: usize) -> (usize, usize) {
+fn tiles_for(g: &Geometry, kdim: usize, elem: usize, tile_bytes: usize) -> (usize, usize) {
     let os = g.out_size();
-    let max_tile = (TILE_BYTES / elem / kdim.max(1)).max(32);
+    let max_tile = (tile_bytes / elem / kdim.max(1)).max(MIN_TILE_COLUMNS as usize);
     let mut tiles = os.div_ceil(max_tile);
     let per_image = g.batch * g.group;
     if per_image < threads() {
@@ -631,11 +685,11 @@ fn tiles_for(g: &Geometry, kdim: usize, elem: usize) -> (usize, usize) {
 }
 
 /// im2col in column tiles, each followed by a GEMM into the matching columns of Y.
-fn im2col_gemm<T: Real>(g: &Geometry, x: &[T], w: &[T], y: &mut [T]) {
+fn im2col_gemm<T: Real>(g: &Geometry, x: &[T], w: &[T], y: &mut [T], tile_bytes: usize) {
     let os = g.out_size();
     let (cg, mg) = (g.in_channels / g.group, g.out_channels / g.group);
     let kdim = cg * g.kernel_size();
-    let (tile, tiles) = tiles_for(g, kdim, std::mem::size_of::<T>());
+    let (tile, tiles) = tiles_for(g, kdim, std::mem::size_of::<T>(), tile_bytes);
     let jobs = g.batch * g.group * tiles;
     let par = if jobs >= threads() { 1 } else { threads() };
     let yp = SendPtr(y.as_mut_ptr());
@@ -688,7 +742,7 @@ fn im2col_gemm<T: Real>(g: &Geometry, x: &[T], w: &[T], y: &mut [T]) {
 /// The f32 path on AVX-512 machines: the weights are packed once per call,
 /// and im2col writes each row straight into the GEMM's packed B layout, so
 /// no separate packing pass reads the whole im2col buffer again.
-fn im2col_gemm_packed(g: &Geometry, x: &[f32], w: &[f32], y: &mut [f32]) {
+fn im2col_gemm_packed(g: &Geometry, x: &[f32], w: &[f32], y: &mut [f32], tile_bytes: usize) {
     use super::sgemm::packed;
     let os = g.out_size();
     let (cg, mg) = (g.in_channels / g.group, g.out_channels / g.group);
@@ -697,7 +751,7 @@ fn im2col_gemm_packed(g: &Geometry, x: &[f32], w: &[f32], y: &mut [f32]) {
     // nearly empty panel would cost a full panel of work.
     let panel = packed::PANEL;
     let total = os.div_ceil(panel);
-    let max_panels = (TILE_BYTES / std::mem::size_of::<f32>() / kdim.max(1) / panel).max(1);
+    let max_panels = (tile_bytes / std::mem::size_of::<f32>() / kdim.max(1) / panel).max(1);
     let mut tiles = total.div_ceil(max_panels);
     let per_image = g.batch * g.group;
     // Few images and few panels: keep whole tiles and split each GEMM by
@@ -952,13 +1006,15 @@ fn im2col_nd<T: Real>(
 
 /// Depthwise 2-D (one input channel per group, a few outputs per group):
 /// per kernel tap, a vectorizable multiply-add over the valid output span.
-fn depthwise_2d<T: Real>(g: &Geometry, x: &[T], w: &[T], y: &mut [T]) {
+fn depthwise_2d<T: Real>(g: &Geometry, x: &[T], w: &[T], y: &mut [T], scratch_bytes: usize) {
     #[cfg(target_arch = "x86_64")]
     let wide = std::arch::is_x86_feature_detected!("avx512f");
     // f32 with unit strides: a register-blocked kernel over zero-padded rows.
     #[cfg(target_arch = "x86_64")]
-    let rows =
-        wide && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && g.strides == [1, 1];
+    let rows = wide
+        && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
+        && g.strides == [1, 1]
+        && padded_rows_len(g).is_some_and(|n| n.saturating_mul(4) <= scratch_bytes);
     let os = g.out_spatial[0] * g.out_spatial[1];
     y.par_chunks_mut(os).enumerate().for_each(|(plane, out)| {
         #[cfg(target_arch = "x86_64")]
@@ -982,6 +1038,18 @@ fn depthwise_2d<T: Real>(g: &Geometry, x: &[T], w: &[T], y: &mut [T]) {
     });
 }
 
+/// Padded row width of the depthwise row kernel: every load of 16 lanes
+/// stays inside it. Dilation and padding make it large, not the input.
+fn padded_row_width(g: &Geometry) -> usize {
+    let (ow, kw, dw) = (g.out_spatial[1], g.kernel[1], g.dilations[1]);
+    (ow.div_ceil(16) * 16).saturating_add((kw - 1).saturating_mul(dw))
+}
+
+/// Elements of the depthwise row kernel's padded copy of one plane.
+fn padded_rows_len(g: &Geometry) -> Option<usize> {
+    g.in_spatial[0].checked_mul(padded_row_width(g))
+}
+
 /// One depthwise plane, f32, unit strides: the input plane is copied into
 /// zero-padded rows, then each block of 16 outputs accumulates every tap in
 /// one register and is stored once (on top of the bias already in `out`).
@@ -999,14 +1067,13 @@ unsafe fn depthwise_plane_rows(g: &Geometry, x: &[f32], w: &[f32], plane: usize,
     let c = m / mg;
     let xc = &x[(n * g.in_channels + c) * ih * iw..(n * g.in_channels + c + 1) * ih * iw];
     let wm = &w[m * kh * kw..(m + 1) * kh * kw];
-    // Padded row width: every load of 16 lanes stays inside it.
-    let pwid = ow.div_ceil(16) * 16 + (kw - 1) * dw;
+    let pwid = padded_row_width(g);
     thread_local! {
         static PADDED: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     let mut padded = PADDED.with(|p| std::mem::take(&mut *p.borrow_mut()));
     padded.clear();
-    padded.resize(ih * pwid, 0.0);
+    padded.resize(padded_rows_len(g).unwrap_or(0), 0.0);
     for r in 0..ih {
         // Output column ox reads input column ox + kx * dw - pw.
         let row = &mut padded[r * pwid..(r + 1) * pwid];
@@ -1256,11 +1323,11 @@ mod tests {
                 .collect();
             let bs: Vec<f64> = (0..m).map(|_| r.f()).collect();
             let want = reference(&g, &xs, &ws, Some(&bs));
-            let got64 = conv(&g, &xs, &ws, Some(&bs));
+            let got64 = conv(&g, &xs, &ws, Some(&bs), TILE_BYTES);
             let x32: Vec<f32> = xs.iter().map(|&v| v as f32).collect();
             let w32: Vec<f32> = ws.iter().map(|&v| v as f32).collect();
             let b32: Vec<f32> = bs.iter().map(|&v| v as f32).collect();
-            let got32 = conv(&g, &x32, &w32, Some(&b32));
+            let got32 = conv(&g, &x32, &w32, Some(&b32), TILE_BYTES);
             for i in 0..want.len() {
                 assert!(
                     (got64[i] - want[i]).abs() < 1e-9,
@@ -1294,14 +1361,14 @@ mod tests {
         let ws: Vec<f64> = (0..3 * 40 * 9).map(|_| r.f()).collect();
         assert!(g.out_size() > TILE_BYTES / 8 / (40 * 9));
         let want = reference(&g, &xs, &ws, None);
-        let got = conv(&g, &xs, &ws, None);
+        let got = conv(&g, &xs, &ws, None, TILE_BYTES);
         for (a, b) in got.iter().zip(&want) {
             assert!((a - b).abs() < 1e-9);
         }
         // The f32 path (packed im2col on AVX-512 machines) over many tiles.
         let x32: Vec<f32> = xs.iter().map(|&v| v as f32).collect();
         let w32: Vec<f32> = ws.iter().map(|&v| v as f32).collect();
-        let got = conv(&g, &x32, &w32, None);
+        let got = conv(&g, &x32, &w32, None, TILE_BYTES);
         for (a, b) in got.iter().zip(&want) {
             assert!((*a as f64 - b).abs() < 1e-3, "{a} vs {b}");
         }

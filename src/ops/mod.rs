@@ -15,20 +15,7 @@ use crate::error::KernelError;
 use crate::model::{AttrValue, Node};
 use crate::tensor::{DataType, Tensor};
 
-/// Bounds that keep bad input from exhausting memory.
-#[derive(Clone, Copy, Debug)]
-pub struct Limits {
-    /// The largest output a kernel may allocate, in elements.
-    pub max_output_elements: u64,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_output_elements: 1 << 30,
-        }
-    }
-}
+pub use crate::limits::Limits;
 
 /// What a kernel knows about the node it runs.
 pub struct KernelCtx<'a> {

@@ -19,6 +19,7 @@
 
 use super::{allowed_list, check_type, KernelCtx, OpOutput};
 use crate::error::KernelError;
+use crate::limits::{LimitExceeded, Limits};
 use crate::tensor::{DataType, Element, Storage, Tensor};
 use half::f16;
 use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn};
@@ -198,7 +199,7 @@ pub fn run(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
         };
         (spec, value)
     };
-    let out = pad_tensor(data, &spec, mode, &value, ctx.limits.max_output_elements)?;
+    let out = pad_tensor(data, &spec, mode, &value, ctx.limits.max_output_bytes)?;
     Ok(vec![out])
 }
 
@@ -258,16 +259,23 @@ fn first<T: Element>(t: &Tensor) -> Option<T> {
     t.array::<T>().and_then(|a| a.iter().next().cloned())
 }
 
-/// Pads any tensor. Negative pads crop first; the output size is checked
-/// against `max_elements` before anything is allocated.
+/// Pads any tensor. Negative pads crop first; the output size in bytes is
+/// checked against `max_output_bytes` before anything is allocated.
 pub fn pad_tensor(
     data: &Tensor,
     spec: &PadSpec,
     mode: Mode,
     value: &FillValue,
-    max_elements: u64,
+    max_output_bytes: u64,
 ) -> Result<Tensor, KernelError> {
-    let plan = plan(data.shape(), spec, mode, max_elements)?;
+    let plan = plan(data.shape(), spec, mode)?;
+    let total: u128 = plan.out_shape.iter().map(|&d| d as u128).product();
+    Limits::check(
+        format!("output of shape {:?}", plan.out_shape),
+        "max_output_bytes",
+        total.saturating_mul(output_element_bytes(data, value) as u128),
+        max_output_bytes,
+    )?;
     macro_rules! go {
         ($a:expr, $fill:expr) => {{
             let out = apply(&plan, $a.view(), &$fill)?;
@@ -314,6 +322,20 @@ pub fn pad_tensor(
     Tensor::new(data.dtype(), storage).map_err(KernelError::Invalid)
 }
 
+/// An upper bound of the bytes one output element holds: a string output
+/// element is a copy of some input string or of the fill value.
+fn output_element_bytes(data: &Tensor, value: &FillValue) -> usize {
+    let mut bytes = data.dtype().memory_bytes();
+    if let Storage::Str(a) = data.storage() {
+        let fill = match value {
+            FillValue::Tensor(t) => first::<String>(t).map_or(0, |s| s.len()),
+            _ => 0,
+        };
+        bytes += a.iter().map(String::len).max().unwrap_or(0).max(fill);
+    }
+    bytes
+}
+
 /// Pad-1/2's float `value` only applies to float types; other types never see it.
 fn no_float<T>(_: f32) -> Option<T> {
     None
@@ -330,12 +352,7 @@ struct Plan {
     mode: Mode,
 }
 
-fn plan(
-    shape: &[usize],
-    spec: &PadSpec,
-    mode: Mode,
-    max_elements: u64,
-) -> Result<Plan, KernelError> {
+fn plan(shape: &[usize], spec: &PadSpec, mode: Mode) -> Result<Plan, KernelError> {
     let rank = shape.len();
     let mut p = Plan {
         crop_begin: vec![0; rank],
@@ -345,7 +362,7 @@ fn plan(
         out_shape: vec![0; rank],
         mode,
     };
-    let mut total: u128 = 1;
+    let mut nonzero: u128 = 1;
     #[allow(clippy::needless_range_loop)] // several per-axis arrays advance together
     for axis in 0..rank {
         let (b, e) = (spec.begin[axis], spec.end[axis]);
@@ -375,21 +392,23 @@ fn plan(
             ));
         }
         let out = kept + grow;
-        total = total.saturating_mul(out);
-        if out > u64::MAX as u128 {
-            total = u128::MAX;
+        // ndarray addresses a shape whose non-zero lengths multiply to at
+        // most isize::MAX, even when another axis is empty.
+        nonzero = nonzero.saturating_mul(out.max(1));
+        if nonzero > isize::MAX as u128 {
+            return Err(LimitExceeded {
+                what: format!("output axis {axis} of length {out} (with the axes before it)"),
+                limit: "max_output_bytes",
+                needed: nonzero,
+                allowed: isize::MAX as u64,
+            }
+            .into());
         }
         p.crop_begin[axis] = b.min(0).unsigned_abs() as usize;
         p.kept[axis] = kept as usize;
         p.begin[axis] = b.max(0) as usize;
         p.end[axis] = e.max(0) as usize;
-        p.out_shape[axis] = out.min(usize::MAX as u128) as usize;
-    }
-    if total > max_elements as u128 {
-        return Err(KernelError::TooLarge {
-            elements: total,
-            limit: max_elements,
-        });
+        p.out_shape[axis] = out as usize;
     }
     Ok(p)
 }
@@ -682,18 +701,33 @@ mod tests {
         let t = Tensor::from_vec(&[2], vec![0f32; 2]);
         let spec = pads_for_all_axes(&[1_000_000_000_000, 0], None, 1, "pads").unwrap();
         let e = pad_tensor(&t, &spec, Mode::Constant, &FillValue::Default, 1 << 30).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                KernelError::TooLarge {
-                    elements: 1_000_000_000_002,
-                    ..
-                }
-            ),
-            "{e:?}"
-        );
+        match &e {
+            KernelError::Limit(l) => {
+                assert_eq!(l.limit, "max_output_bytes");
+                assert_eq!(l.needed, 4_000_000_000_008);
+            }
+            other => panic!("expected a limit error, got {other:?}"),
+        }
         let spec = pads_for_all_axes(&[i64::MAX, i64::MAX], None, 1, "pads").unwrap();
-        assert!(pad_tensor(&t, &spec, Mode::Edge, &FillValue::Default, 1 << 30).is_err());
+        let e = pad_tensor(&t, &spec, Mode::Edge, &FillValue::Default, 1 << 30).unwrap_err();
+        assert_eq!(e.kind(), "limit", "{e}");
+        // An empty axis beside a huge one: no elements, but no addressable
+        // shape either.
+        let t = Tensor::from_vec(&[0, 1], Vec::<f32>::new());
+        let spec = pads_for_all_axes(&[0, i64::MAX, 0, i64::MAX], None, 2, "pads").unwrap();
+        let e = pad_tensor(&t, &spec, Mode::Constant, &FillValue::Default, 1 << 30).unwrap_err();
+        assert_eq!(e.kind(), "limit", "{e}");
+    }
+
+    #[test]
+    fn string_outputs_count_their_text() {
+        let long = "x".repeat(1000);
+        let t = Tensor::from_vec(&[1], vec![long]);
+        let spec = pads_for_all_axes(&[0, 99], None, 1, "pads").unwrap();
+        // 100 copies of a 1000-byte string: about 100 kB, over a 64 kB limit.
+        let e = pad_tensor(&t, &spec, Mode::Edge, &FillValue::Default, 64 << 10).unwrap_err();
+        assert!(e.to_string().contains("max_output_bytes"), "{e}");
+        assert!(pad_tensor(&t, &spec, Mode::Edge, &FillValue::Default, 1 << 20).is_ok());
     }
 
     #[test]

@@ -152,25 +152,25 @@ fn non_constant_modes_on_an_empty_axis() {
 }
 
 #[test]
-fn outputs_above_the_element_cap_are_refused() {
+fn outputs_above_the_byte_cap_are_refused() {
     let m = model(13, &["x", "p"], vec![]);
     let e = err(&m, &[x(), pads(&[1_000_000_000_000, 0, 0, 0])]);
     assert_has(
         &e,
         &[
             "(Pad-13)",
-            "output would hold 3000000000006 elements, more than the limit of 1073741824",
+            "output of shape [1000000000002, 3] needs 12000000000024, more than the limit max_output_bytes = 4294967296",
         ],
     );
     let small = Limits {
-        max_output_elements: 8,
+        max_output_bytes: 32,
+        ..Limits::default()
     };
-    let e = graph::run(&m, &[x(), pads(&[1, 0, 0, 0])], small)
-        .unwrap_err()
-        .to_string();
+    let e = graph::run(&m, &[x(), pads(&[1, 0, 0, 0])], small).unwrap_err();
+    assert_eq!(e.kind(), "limit");
     assert_has(
-        &e,
-        &["output would hold 9 elements, more than the limit of 8"],
+        &e.to_string(),
+        &["output of shape [3, 3] needs 36, more than the limit max_output_bytes = 32"],
     );
 }
 

@@ -201,7 +201,8 @@ fn evaluate(case: &Case, seed: u64, worker: &mut Worker, work: &Path) -> Result<
         &model,
         &inputs,
         Limits {
-            max_output_elements: 1 << 24,
+            max_output_bytes: 1 << 27,
+            ..Limits::default()
         },
     )
     .map_err(|e| e.to_string());
