@@ -27,7 +27,7 @@ pub enum Error {
     Io { path: String, detail: String },
     /// A model or tensor larger than a configured limit allows.
     #[error("{0}")]
-    Limit(LimitExceeded),
+    Limit(Box<LimitExceeded>),
     /// No kernel matches the node's domain, op type and the model's opset.
     #[error("node '{node}': no kernel for {domain}{sep}{op} at opset {opset}{hint}", sep = if domain.is_empty() { "" } else { "::" })]
     NoKernel {
@@ -67,7 +67,7 @@ pub enum KernelError {
     },
     /// The output or the work would exceed a configured limit.
     #[error("{0}")]
-    Limit(LimitExceeded),
+    Limit(Box<LimitExceeded>),
     #[error("{0}")]
     Invalid(String),
 }
@@ -121,13 +121,13 @@ impl KernelError {
 
 impl From<LimitExceeded> for KernelError {
     fn from(e: LimitExceeded) -> Self {
-        KernelError::Limit(e)
+        KernelError::Limit(Box::new(e))
     }
 }
 
 impl From<LimitExceeded> for Error {
     fn from(e: LimitExceeded) -> Self {
-        Error::Limit(e)
+        Error::Limit(Box::new(e))
     }
 }
 
