@@ -11,6 +11,7 @@ pub mod backend;
 pub mod compare;
 pub mod error;
 pub mod files;
+pub mod fuzz;
 pub mod graph;
 pub mod limits;
 pub mod model;

@@ -98,6 +98,17 @@ impl Limits {
         }
     }
 
+    /// Fails when the non-zero lengths of `shape` multiply past
+    /// `isize::MAX`: such a shape has no address space even when another
+    /// axis is empty and it holds no element.
+    pub fn check_addressable(what: impl Into<String>, shape: &[u128]) -> Result<(), LimitExceeded> {
+        let nonzero = shape
+            .iter()
+            .filter(|&&d| d > 0)
+            .fold(1u128, |acc, &d| acc.saturating_mul(d));
+        Limits::check(what, "max_output_bytes", nonzero, isize::MAX as u64)
+    }
+
     /// These limits with `name=value` overrides applied, comma-separated
     /// (`max_output_bytes=1048576,max_nodes=10`). Values may use `_` and a
     /// `K`, `M` or `G` suffix (powers of 1024).

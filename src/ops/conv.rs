@@ -370,7 +370,9 @@ const MIN_TILE_COLUMNS: u128 = 48;
 /// Refuses, before any allocation, a convolution whose output, work or
 /// im2col buffer exceeds the limits.
 fn check_limits(g: &Geometry, dtype: DataType, limits: &Limits) -> Result<(), KernelError> {
-    let out_len: u128 = g.out_shape().iter().map(|&d| d as u128).product();
+    let out_shape: Vec<u128> = g.out_shape().iter().map(|&d| d as u128).collect();
+    Limits::check_addressable(format!("output shape {out_shape:?}"), &out_shape)?;
+    let out_len: u128 = out_shape.iter().product();
     Limits::check(
         format!("output of shape {:?}", g.out_shape()),
         "max_output_bytes",
