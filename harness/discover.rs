@@ -13,6 +13,12 @@ pub struct Case {
     pub dir: PathBuf,
     /// Data set folders, ordered by their number.
     pub data_sets: Vec<PathBuf>,
+    /// `expected_error.toml`, when the case is invalid input that must be
+    /// rejected (see `invalid.rs`).
+    pub expected_error: Option<PathBuf>,
+    /// What is wrong with the folder's layout, if anything: reported by the
+    /// case's trial, so one odd folder does not stop the whole run.
+    pub layout_error: Option<String>,
 }
 
 impl Case {
@@ -77,24 +83,33 @@ fn case_at(root: &Path, dir: &Path) -> Result<Case> {
         parts.join("/")
     };
     let mut data_sets: Vec<(usize, PathBuf)> = Vec::new();
+    let mut layout_error = None;
     for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
         let entry = entry?;
         let file_name = entry.file_name().to_string_lossy().into_owned();
         if let Some(n) = file_name.strip_prefix("test_data_set_") {
             if entry.path().is_dir() {
-                let n: usize = n.parse().with_context(|| {
-                    format!("data set folder {} has no number", entry.path().display())
-                })?;
-                data_sets.push((n, entry.path()));
+                match n.parse::<usize>() {
+                    Ok(n) => data_sets.push((n, entry.path())),
+                    Err(_) => {
+                        layout_error = Some(format!(
+                            "data set folder {} has no number",
+                            entry.path().display()
+                        ))
+                    }
+                }
             }
         }
     }
     data_sets.sort();
+    let expected_error = Some(dir.join("expected_error.toml")).filter(|p| p.is_file());
     Ok(Case {
         source,
         name,
         dir: dir.to_path_buf(),
         data_sets: data_sets.into_iter().map(|(_, p)| p).collect(),
+        expected_error,
+        layout_error,
     })
 }
 

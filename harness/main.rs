@@ -5,10 +5,15 @@
 //! `ONNX_CASES` (`:`-separated folders) replaces the default `cases/`.
 //! `ONNX_BACKEND` picks the runtime under test (default: ours).
 //! `ONNX_REPORT=<file>` writes every trial's outcome as JSON (used by
-//! `cargo xtask report`).
+//! `cargo xtask report`). `ONNX_LIMITS=name=value,...` overrides resource
+//! limits (`Limits::with_overrides`).
+//!
+//! A case folder with `expected_error.toml` is invalid input: its trial
+//! passes when the input is rejected with the expected error (`invalid.rs`).
 
 mod discover;
 mod expectations;
+mod invalid;
 mod record;
 mod run_case;
 mod variants;
@@ -17,6 +22,7 @@ use anyhow::{bail, Result};
 use expectations::{Expect, Expectations};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use onnx_conformance::backend::{Backend, Ours};
+use onnx_conformance::Limits;
 use record::{with, Meta, MetaExt, Outcome, Recorder};
 use run_case::{Prepared, Verdict};
 use std::path::{Path, PathBuf};
@@ -53,10 +59,19 @@ fn target_dir() -> PathBuf {
         .unwrap_or_else(|| manifest_dir().join("target"))
 }
 
-fn backend() -> Result<Arc<dyn Backend>> {
+fn limits() -> Result<Limits> {
+    match std::env::var("ONNX_LIMITS") {
+        Ok(spec) => Limits::default()
+            .with_overrides(&spec)
+            .map_err(|e| anyhow::anyhow!("ONNX_LIMITS={spec}: {e}")),
+        Err(_) => Ok(Limits::default()),
+    }
+}
+
+fn backend(limits: Limits) -> Result<Arc<dyn Backend>> {
     let name = std::env::var("ONNX_BACKEND").unwrap_or_else(|_| "ours".to_string());
     match name.as_str() {
-        "" | "ours" => Ok(Arc::new(Ours::default())),
+        "" | "ours" => Ok(Arc::new(Ours { limits })),
         other => match onnx_conformance::backend::by_name(other) {
             Ok(b) => Ok(Arc::from(b)),
             Err(e) => bail!("ONNX_BACKEND={other}: {e}"),
@@ -69,6 +84,7 @@ struct Ctx {
     backend: Arc<dyn Backend>,
     target: PathBuf,
     recorder: Recorder,
+    limits: Limits,
 }
 
 fn trials(recorder: &Recorder) -> Result<Vec<Trial>> {
@@ -76,16 +92,30 @@ fn trials(recorder: &Recorder) -> Result<Vec<Trial>> {
     let roots = discover::roots(&default_root);
     let using_default = roots == [default_root.clone()];
     let cases = discover::discover(&roots)?;
+    let limits = limits()?;
     let ctx = Arc::new(Ctx {
         expectations: Expectations::load(&default_root.join("expectations.toml"))?,
-        backend: backend()?,
+        backend: backend(limits)?,
         target: target_dir(),
         recorder: recorder.clone(),
+        limits,
     });
     let mut trials = Vec::new();
     let mut names = Vec::new();
     for case in cases {
         let case = Arc::new(case);
+        if let Some(problem) = case.layout_error.clone() {
+            let id = case.id();
+            names.push(id.clone());
+            trials.push(Trial::test(id.clone(), move || {
+                Err(format!("case {id}: {problem}").into())
+            }));
+            continue;
+        }
+        if case.expected_error.is_some() {
+            trials.push(invalid_trial(&ctx, &case, &mut names));
+            continue;
+        }
         if case.data_sets.is_empty() {
             let id = case.id();
             let dir = case.dir.display().to_string();
@@ -105,7 +135,7 @@ fn trials(recorder: &Recorder) -> Result<Vec<Trial>> {
             names.push(name.clone());
             let (c, case2, meta2) = (ctx.clone(), case.clone(), meta.clone().named(&name, false));
             trials.push(trial(&ctx, name, meta2, move || {
-                run_case::check_verdict(&case2, ds, c.backend.as_ref(), &c.target)
+                run_case::check_verdict(&case2, ds, c.backend.as_ref(), &c.target, c.limits)
             }));
             trials.extend(version_trials(&ctx, &case, ds, &meta, &mut names));
         }
@@ -144,7 +174,7 @@ fn version_trials(
     if versions.is_empty() {
         return Vec::new();
     }
-    let prepared = match run_case::prepare(case, ds) {
+    let prepared = match run_case::prepare(case, ds, ctx.limits) {
         Ok(p) => p,
         Err(_) => return Vec::new(), // the base trial reports the problem
     };
@@ -191,6 +221,27 @@ fn version_trials(
         }
     }
     out
+}
+
+/// The trial of an invalid case: it passes when the input is rejected.
+fn invalid_trial(ctx: &Arc<Ctx>, case: &Arc<discover::Case>, names: &mut Vec<String>) -> Trial {
+    let name = case.id();
+    names.push(name.clone());
+    let meta = Meta::of_case(case).named(&name, false);
+    let about_limits = invalid::ExpectedError::load(case).is_ok_and(|e| e.is_about_limits());
+    if about_limits && ctx.backend.name() != "ours" {
+        let reason = "about this suite's resource limits, not an ONNX rule".to_string();
+        ctx.recorder
+            .push(meta.outcome(Outcome::Skipped, Some(reason.clone()), None));
+        return Trial::ignorable_test(name, move || Ok(Completion::ignored_with(reason)))
+            .with_ignored_flag(true)
+            .with_kind("limits of this suite");
+    }
+    let (c, case) = (ctx.clone(), case.clone());
+    trial(ctx, name, meta, move || {
+        invalid::check(&case, c.backend.as_ref(), c.limits)
+    })
+    .with_kind("invalid input")
 }
 
 /// A trial that applies the expectations to a run's verdict and records it.

@@ -43,10 +43,10 @@ impl MetaExt for Meta {
             dtype: "?".into(),
             variant: false,
         };
-        let Ok(bytes) = std::fs::read(case.dir.join("model.onnx")) else {
-            return m;
-        };
-        let Ok(model) = onnx_conformance::proto::load_model(&bytes) else {
+        let Ok(model) = onnx_conformance::proto::load_model_file(
+            &case.dir.join("model.onnx"),
+            onnx_conformance::Limits::default(),
+        ) else {
             return m;
         };
         if let Some((node, version)) = crate::variants::single_node(&model) {

@@ -4,7 +4,8 @@ use crate::discover::{numbered, Case};
 use anyhow::{Context, Result};
 use onnx_conformance::backend::Backend;
 use onnx_conformance::compare::{self, Mismatch};
-use onnx_conformance::{proto, Storage, Tensor};
+use onnx_conformance::proto::{self, LoadOptions};
+use onnx_conformance::{files, Limits, Storage, Tensor};
 use std::path::{Path, PathBuf};
 
 /// Small outputs also get a line diff in failure messages.
@@ -30,16 +31,23 @@ pub struct Verdict {
     pub max_rel: f64,
 }
 
-pub fn prepare(case: &Case, data_set: usize) -> Result<Prepared> {
+/// Reads a case's model and one data set, under `limits`. External data
+/// resolves only inside the folder of the file that names it. Errors keep
+/// the library's `Error` (with its kind) at their root.
+pub fn prepare(case: &Case, data_set: usize, limits: Limits) -> Result<Prepared> {
     let model_path = case.dir.join("model.onnx");
-    let bytes =
-        std::fs::read(&model_path).with_context(|| format!("reading {}", model_path.display()))?;
-    let model =
-        proto::load_model(&bytes).with_context(|| format!("loading {}", model_path.display()))?;
+    let in_folder = |p: &Path| LoadOptions {
+        limits,
+        base_dir: p.parent().map(Path::to_path_buf),
+    };
+    let bytes = files::read_limited(&model_path, limits.max_file_bytes)?;
+    let model = proto::load_model_with(&bytes, &in_folder(&model_path))
+        .with_context(|| format!("loading {}", model_path.display()))?;
     let dir = &case.data_sets[data_set];
     let read = |p: &PathBuf| -> Result<(String, Tensor)> {
-        let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
-        proto::load_tensor(&bytes).with_context(|| format!("decoding {}", p.display()))
+        let bytes = files::read_limited(p, limits.max_file_bytes)?;
+        proto::load_tensor_with(&bytes, &in_folder(p))
+            .with_context(|| format!("decoding {}", p.display()))
     };
     let inputs = numbered(dir, "input_")?
         .iter()
@@ -71,6 +79,7 @@ pub fn check_verdict(
     data_set: usize,
     backend: &dyn Backend,
     target: &Path,
+    limits: Limits,
 ) -> Verdict {
     let label = format!(
         "case {} ({}), data set {data_set}",
@@ -82,7 +91,7 @@ pub fn check_verdict(
     } else {
         String::new()
     };
-    match prepare(case, data_set) {
+    match prepare(case, data_set, limits) {
         Ok(p) => run_prepared(&label, &p, backend, &artifact_dir(target, case, &suffix)),
         Err(e) => Verdict {
             failure: Some(format!("{label}: {e:#}")),

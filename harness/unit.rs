@@ -14,6 +14,7 @@ mod run_case;
 mod variants;
 
 use onnx_conformance::backend::Ours;
+use onnx_conformance::Limits;
 use std::path::{Path, PathBuf};
 
 fn scratch(name: &str) -> PathBuf {
@@ -33,7 +34,7 @@ fn copy_case(from: &Path, to: &Path) {
 }
 
 fn check(case: &discover::Case, target: &Path) -> Result<(), String> {
-    match run_case::check_verdict(case, 0, &Ours::default(), target).failure {
+    match run_case::check_verdict(case, 0, &Ours::default(), target, Limits::default()).failure {
         None => Ok(()),
         Some(m) => Err(m),
     }
@@ -137,7 +138,7 @@ fn prepared(name: &str) -> run_case::Prepared {
     let case = discover::discover(std::slice::from_ref(&root))
         .unwrap()
         .remove(0);
-    run_case::prepare(&case, 0).unwrap()
+    run_case::prepare(&case, 0, Limits::default()).unwrap()
 }
 
 #[test]

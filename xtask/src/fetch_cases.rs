@@ -47,8 +47,9 @@ pub const DEFAULT_SEED: u64 = 0;
 const KINDS: &[&str] = &["node", "pytorch-converted", "pytorch-operator"];
 
 /// Cases whose expected outputs come from numpy or onnx's reference
-/// implementation (`gen_oracle_cases.py`); only the PyPI source writes them.
-const ORACLE: &[&str] = &["oracle", "seed", "schemas"];
+/// implementation (`gen_oracle_cases.py`), the invalid-input suite
+/// (`gen_invalid_cases.py`) and the schemas; only the PyPI source writes them.
+const ORACLE: &[&str] = &["oracle", "seed", "schemas", "invalid"];
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -226,6 +227,11 @@ fn generate_from_pypi(filters: &Filters, seed: u64, target: &Path, tmp: &Path) -
     )
     .context("running the numpy oracle case generator")?;
     std::fs::remove_file(&oracle_script)?;
+    let invalid_script = tmp.join("gen_invalid_cases.py");
+    std::fs::write(&invalid_script, include_str!("gen_invalid_cases.py"))?;
+    python::output(Command::new(&env.python).arg(&invalid_script).arg(&gen))
+        .context("writing the invalid-input cases")?;
+    std::fs::remove_file(&invalid_script)?;
     let schema_script = tmp.join("gen_schemas.py");
     std::fs::write(&schema_script, include_str!("gen_schemas.py"))?;
     python::output(

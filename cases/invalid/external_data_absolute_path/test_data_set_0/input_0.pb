@@ -1,0 +1,2 @@
+Bdataj
+location/etc/passwdp

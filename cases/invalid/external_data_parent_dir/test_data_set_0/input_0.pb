@@ -1,0 +1,2 @@
+Bdataj
+location../../MANIFEST.tomlp
