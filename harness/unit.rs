@@ -107,6 +107,46 @@ fn garbage_model_and_tensor_files_name_the_case() {
     );
 }
 
+/// Invalid input made elsewhere has no expected_error.toml: run as
+/// ordinary cases, every one of the invalid suite's folders must fail with
+/// an error (a panic would abort this test), and so must odd layouts.
+#[test]
+fn foreign_invalid_cases_fail_with_errors_not_crashes() {
+    let root = scratch("foreign");
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("cases/invalid");
+    let mut copied = 0;
+    for e in std::fs::read_dir(&from).unwrap() {
+        let src = e.unwrap().path();
+        let dest = root.join("elsewhere").join(src.file_name().unwrap());
+        for f in walkdir::WalkDir::new(&src) {
+            let f = f.unwrap();
+            let rel = f.path().strip_prefix(&src).unwrap();
+            if f.file_type().is_dir() {
+                std::fs::create_dir_all(dest.join(rel)).unwrap();
+            } else if f.file_name() != "expected_error.toml" {
+                std::fs::copy(f.path(), dest.join(rel)).unwrap();
+            }
+        }
+        copied += 1;
+    }
+    assert!(copied >= 30, "only {copied} invalid cases");
+    let odd = root.join("elsewhere/zz_odd_layout");
+    copy_case(&official("test_edge_pad"), &odd);
+    std::fs::create_dir_all(odd.join("test_data_set_x")).unwrap();
+    let cases = discover::discover(std::slice::from_ref(&root)).unwrap();
+    assert_eq!(cases.len(), copied + 1);
+    let target = root.join("target");
+    for case in &cases {
+        if let Some(problem) = &case.layout_error {
+            assert!(problem.contains("has no number"), "{problem}");
+            continue;
+        }
+        assert!(case.expected_error.is_none());
+        let e = check(case, &target).expect_err(&case.id());
+        assert!(e.contains(&case.name), "{e}");
+    }
+}
+
 #[test]
 fn a_wrong_expected_output_fails_with_a_report_and_artifacts() {
     let root = scratch("wrong");

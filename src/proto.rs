@@ -892,6 +892,81 @@ mod tests {
     }
 
     #[test]
+    fn external_initializers_load_from_the_model_folder() {
+        let dir = std::env::temp_dir().join(format!("onnx-conformance-ext-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("data")).unwrap();
+        let values: Vec<u8> = [1.5f32, -2.0, 3.25]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let mut file = vec![0u8; 4];
+        file.extend(&values);
+        std::fs::write(dir.join("data/w.bin"), &file).unwrap();
+        let mut w = proto(DataType::Float, &[3]);
+        w.name = "w".into();
+        w.data_location = protobuf::EnumOrUnknown::new(pb::tensor_proto::DataLocation::EXTERNAL);
+        for (k, v) in [
+            ("location", "data/w.bin"),
+            ("offset", "4"),
+            ("length", "12"),
+        ] {
+            let mut e = pb::StringStringEntryProto::new();
+            e.key = k.into();
+            e.value = v.into();
+            w.external_data.push(e);
+        }
+        let mut g = pb::GraphProto::new();
+        g.initializer.push(w);
+        let mut m = pb::ModelProto::new();
+        let mut o = pb::OperatorSetIdProto::new();
+        o.version = 18;
+        m.opset_import.push(o);
+        m.graph = protobuf::MessageField::some(g);
+        let path = dir.join("model.onnx");
+        std::fs::write(&path, m.write_to_bytes().unwrap()).unwrap();
+        let model = load_model_file(&path, Limits::default()).unwrap();
+        let (name, t) = &model.graph.initializers[0];
+        assert_eq!(name, "w");
+        assert_eq!(
+            t.array::<f32>().unwrap().as_slice().unwrap(),
+            &[1.5, -2.0, 3.25]
+        );
+        // From bytes there is no folder to resolve it in.
+        let e = load_model(&std::fs::read(&path).unwrap()).unwrap_err();
+        assert_eq!(e.kind(), "external-data");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn nesting_deeper_than_the_limit_is_refused() {
+        let mut g = pb::GraphProto::new();
+        for _ in 0..10 {
+            let mut a = pb::AttributeProto::new();
+            a.name = "then_branch".into();
+            a.type_ = protobuf::EnumOrUnknown::new(pb::attribute_proto::AttributeType::GRAPH);
+            a.g = protobuf::MessageField::some(g);
+            let mut n = pb::NodeProto::new();
+            n.attribute.push(a);
+            g = pb::GraphProto::new();
+            g.node.push(n);
+        }
+        let mut m = pb::ModelProto::new();
+        let mut o = pb::OperatorSetIdProto::new();
+        o.version = 18;
+        m.opset_import.push(o);
+        m.graph = protobuf::MessageField::some(g);
+        let bytes = m.write_to_bytes().unwrap();
+        assert!(load_model(&bytes).is_ok());
+        let shallow = LoadOptions::new(Limits {
+            max_nesting: 20,
+            ..Limits::default()
+        });
+        let e = load_model_with(&bytes, &shallow).unwrap_err();
+        assert_eq!(e.kind(), "decode");
+        assert!(e.to_string().contains("max_nesting = 20"), "{e}");
+    }
+
+    #[test]
     fn truncated_and_garbage_models_are_errors() {
         let mut m = pb::ModelProto::new();
         m.ir_version = 8;

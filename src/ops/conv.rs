@@ -1350,6 +1350,33 @@ mod tests {
     }
 
     #[test]
+    fn depthwise_scratch_stays_within_the_limit() {
+        // Dilation and padding, not the input, make the row kernel's padded
+        // copy large; under a small scratch limit the plain kernel runs.
+        let attrs = ConvAttrs {
+            dilations: Some(vec![1, 1000]),
+            pads: Some(vec![0, 1000, 0, 0]),
+            group: 2,
+            ..ConvAttrs::default()
+        };
+        let g = geometry(&attrs, &[1, 2, 4, 4], &[2, 1, 2, 2], None).unwrap();
+        assert!(g.is_depthwise_2d());
+        assert!(padded_rows_len(&g).unwrap() * 4 > 1024);
+        let x: Vec<f64> = (0..32).map(|v| v as f64).collect();
+        let w: Vec<f64> = (1..=8).map(|v| v as f64).collect();
+        let want = reference(&g, &x, &w, None);
+        let (x32, w32): (Vec<f32>, Vec<f32>) = (
+            x.iter().map(|&v| v as f32).collect(),
+            w.iter().map(|&v| v as f32).collect(),
+        );
+        for scratch in [1024, 1 << 20] {
+            let got = conv(&g, &x32, &w32, None, scratch);
+            let got: Vec<f64> = got.iter().map(|&v| v as f64).collect();
+            assert_eq!(got, want, "scratch {scratch}");
+        }
+    }
+
+    #[test]
     fn tiles_cover_large_outputs() {
         // More output columns than one tile holds, with padding and stride.
         let attrs = ConvAttrs {
