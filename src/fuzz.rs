@@ -77,17 +77,25 @@ pub enum Op {
     Pad,
     Conv,
     CenterCropPad,
+    /// One of the helper operators that run function bodies (Add, Sub,
+    /// Div, Max, Concat, Constant, Gather, Shape, Slice): any model may use
+    /// them, so they face the same untrusted input.
+    Helper,
 }
 
 /// Runs one node of `op` built from the bytes.
 pub fn run_op(op: Op, data: &[u8]) {
-    let mut r = Reader::new(data);
-    let (model, inputs) = match op {
-        Op::Pad => pad_case(&mut r),
-        Op::Conv => conv_case(&mut r),
-        Op::CenterCropPad => center_crop_pad_case(&mut r),
-    };
+    let (model, inputs) = case_for(op, &mut Reader::new(data));
     let _ = graph::run(&model, &inputs, FUZZ_LIMITS);
+}
+
+fn case_for(op: Op, r: &mut Reader) -> (Model, Vec<Tensor>) {
+    match op {
+        Op::Pad => pad_case(r),
+        Op::Conv => conv_case(r),
+        Op::CenterCropPad => center_crop_pad_case(r),
+        Op::Helper => helper_case(r),
+    }
 }
 
 const TYPES: [DataType; 28] = [
@@ -262,6 +270,66 @@ fn center_crop_pad_case(r: &mut Reader) -> (Model, Vec<Tensor>) {
         ),
         inputs,
     )
+}
+
+fn helper_case(r: &mut Reader) -> (Model, Vec<Tensor>) {
+    let opset = 13 + r.below(13) as i64;
+    let op = r.pick(&[
+        "Add", "Sub", "Div", "Max", "Concat", "Constant", "Gather", "Shape", "Slice",
+    ]);
+    let dtype = r.dtype(&[DataType::Int64, DataType::Int32, DataType::Float]);
+    let count = match op {
+        "Constant" => 0,
+        "Shape" => 1,
+        "Slice" => 3 + r.below(3) as usize,
+        "Max" | "Concat" => 1 + r.below(3) as usize,
+        _ => 2,
+    };
+    let mut inputs = Vec::new();
+    for i in 0..count {
+        // Slice and Gather take index inputs after the data.
+        let t = if i > 0 && matches!(op, "Slice" | "Gather") {
+            let rank = r.below(2) as usize;
+            let shape = r.shape(rank);
+            let n = shape.iter().product();
+            Tensor::new(
+                DataType::Int64,
+                Storage::I64(
+                    ArrayD::from_shape_vec(IxDyn(&shape), r.ints(n)).expect("shape matches values"),
+                ),
+            )
+            .expect("int64 storage")
+        } else {
+            let rank = r.below(4) as usize;
+            let shape = r.shape(rank);
+            let dt = if r.below(8) == 0 {
+                r.any_dtype()
+            } else {
+                dtype
+            };
+            r.tensor(dt, &shape)
+        };
+        inputs.push(t);
+    }
+    let mut attrs = Vec::new();
+    for name in ["axis", "start", "end"] {
+        if r.flag() {
+            attrs.push(attr(name, AttrValue::Int(r.int())));
+        }
+    }
+    if op == "Constant" {
+        attrs.clear();
+        let v = match r.below(4) {
+            0 => ("value_ints", AttrValue::Ints(r.ints(3))),
+            1 => ("value_float", AttrValue::Float(r.float())),
+            2 => ("value_int", AttrValue::Int(r.int())),
+            _ => ("value", AttrValue::Tensor(r.tensor(dtype, &[2]))),
+        };
+        attrs.push(attr(v.0, v.1));
+    }
+    let names: Vec<String> = (0..count).map(|i| format!("in{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    (one_node(op, opset, &names, attrs, &inputs), inputs)
 }
 
 fn attr(name: &str, value: AttrValue) -> Attribute {
@@ -480,7 +548,7 @@ mod tests {
         for data in [&[][..], &[0], &[1, 2, 3], &[0xff; 64]] {
             decode_tensor(data);
             load_and_run_model(data);
-            for op in [Op::Pad, Op::Conv, Op::CenterCropPad] {
+            for op in [Op::Pad, Op::Conv, Op::CenterCropPad, Op::Helper] {
                 run_op(op, data);
             }
         }
@@ -490,7 +558,7 @@ mod tests {
     fn generated_cases_reach_the_kernels() {
         // Some inputs must run all the way through, or the fuzzer would
         // explore only the checks in front of the kernels.
-        let mut ran = [0; 3];
+        let mut ran = [0; 4];
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         for _ in 0..2000 {
             let data: Vec<u8> = (0..96)
@@ -501,16 +569,11 @@ mod tests {
                     (state >> 32) as u8
                 })
                 .collect();
-            for (k, op) in [Op::Pad, Op::Conv, Op::CenterCropPad]
+            for (k, op) in [Op::Pad, Op::Conv, Op::CenterCropPad, Op::Helper]
                 .into_iter()
                 .enumerate()
             {
-                let mut r = Reader::new(&data);
-                let (model, inputs) = match op {
-                    Op::Pad => pad_case(&mut r),
-                    Op::Conv => conv_case(&mut r),
-                    Op::CenterCropPad => center_crop_pad_case(&mut r),
-                };
+                let (model, inputs) = case_for(op, &mut Reader::new(&data));
                 if graph::run(&model, &inputs, FUZZ_LIMITS).is_ok() {
                     ran[k] += 1;
                 }

@@ -60,3 +60,8 @@ fn run_center_crop_pad() {
         fuzz::run_op(Op::CenterCropPad, d)
     });
 }
+
+#[test]
+fn run_helpers() {
+    replay("run_helpers", |d| fuzz::run_op(Op::Helper, d));
+}

@@ -102,7 +102,8 @@ macro_rules! float_arith {
     };
 }
 
-fn arith(op: Arith, a: &Tensor, b: &Tensor) -> Result<Tensor, KernelError> {
+fn arith(op: Arith, ctx: &KernelCtx, a: &Tensor, b: &Tensor) -> Result<Tensor, KernelError> {
+    ctx.check_output(&broadcast_shape(a.shape(), b.shape())?, a.dtype())?;
     if a.dtype() != b.dtype() {
         return Err(KernelError::input(
             "B",
@@ -141,7 +142,7 @@ fn arith(op: Arith, a: &Tensor, b: &Tensor) -> Result<Tensor, KernelError> {
 fn binary(op: Arith, ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
     let a = ctx.required_input(inputs, 0, "A")?;
     let b = ctx.required_input(inputs, 1, "B")?;
-    Ok(vec![arith(op, a, b)?])
+    Ok(vec![arith(op, ctx, a, b)?])
 }
 
 pub fn add(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
@@ -162,7 +163,7 @@ pub fn max(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
     let mut acc = first.clone();
     for (i, t) in inputs.iter().enumerate().skip(1) {
         let t = t.ok_or_else(|| KernelError::input(&format!("data_{i}"), "missing"))?;
-        acc = arith(Arith::Max, &acc, t)?;
+        acc = arith(Arith::Max, ctx, &acc, t)?;
     }
     Ok(vec![acc])
 }
@@ -319,6 +320,7 @@ pub fn gather(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
     let mut out_shape: Vec<usize> = data.shape()[..axis].to_vec();
     out_shape.extend(idx_t.shape());
     out_shape.extend(&data.shape()[axis + 1..]);
+    ctx.check_output(&out_shape, data.dtype())?;
     let storage = crate::map_storage!(data.storage(), a => {
         a.select(Axis(axis), &idx)
             .into_shape_with_order(IxDyn(&out_shape))
@@ -369,10 +371,12 @@ pub fn slice(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
             return Err(KernelError::input("axes", format!("axis {a} is repeated")));
         }
         let dim = data.shape()[a] as i64;
-        let step = steps[i];
-        if step == 0 {
+        if steps[i] == 0 {
             return Err(KernelError::input("steps", "a step of 0 is not allowed"));
         }
+        // A step longer than the axis takes one element at most, so larger
+        // magnitudes (up to i64::MIN, which has no negation) mean the same.
+        let step = steps[i].clamp(-dim.max(1), dim.max(1));
         let norm = |v: i64| if v < 0 { v.saturating_add(dim) } else { v };
         slices[a] = if step > 0 {
             let s = norm(starts[i]).clamp(0, dim);

@@ -159,6 +159,21 @@ pub fn check_type(name: &str, dtype: DataType, allowed: &[DataType]) -> Result<(
 }
 
 impl KernelCtx<'_> {
+    /// Refuses an output of `shape` and `dtype` (strings: their handles)
+    /// beyond `max_output_bytes`, before it is allocated.
+    pub fn check_output(&self, shape: &[usize], dtype: DataType) -> Result<(), KernelError> {
+        let dims: Vec<u128> = shape.iter().map(|&d| d as u128).collect();
+        Limits::check_addressable(format!("output shape {shape:?}"), &dims)?;
+        let elements = dims.iter().fold(1u128, |a, &d| a.saturating_mul(d));
+        Limits::check(
+            format!("output of shape {shape:?}"),
+            "max_output_bytes",
+            elements.saturating_mul(dtype.memory_bytes() as u128),
+            self.limits.max_output_bytes,
+        )?;
+        Ok(())
+    }
+
     pub fn required_input<'t>(
         &self,
         inputs: &[Option<&'t Tensor>],
