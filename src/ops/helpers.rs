@@ -450,6 +450,64 @@ mod tests {
     }
 
     #[test]
+    fn broadcasts_and_gathers_are_bounded_by_the_output_limit() {
+        let n = Node::default();
+        let small = KernelCtx {
+            node: &n,
+            version: 18,
+            limits: Limits {
+                max_output_bytes: 1024,
+                ..Limits::default()
+            },
+        };
+        // 200 x 200 int64 from two 200-element inputs: 320 000 bytes.
+        let col = Tensor::from_vec(&[200, 1], vec![1i64; 200]);
+        let row = Tensor::from_vec(&[1, 200], vec![1i64; 200]);
+        let e = add(&small, &[Some(&col), Some(&row)]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("output of shape [200, 200] needs 320000"),
+            "{e}"
+        );
+        let data = Tensor::from_vec(&[1, 200], vec![1i64; 200]);
+        let idx = Tensor::from_vec(&[200], vec![0i64; 200]);
+        let e = gather(&small, &[Some(&data), Some(&idx)]).unwrap_err();
+        assert_eq!(e.kind(), "limit", "{e}");
+        assert!(gather(&ctx(&n), &[Some(&data), Some(&idx)]).is_ok());
+    }
+
+    #[test]
+    fn extreme_slice_steps_mean_one_element() {
+        let n = Node::default();
+        let data = Tensor::from_vec(&[4], vec![0i64, 1, 2, 3]);
+        let one = |v: i64| Tensor::from_vec(&[1], vec![v]);
+        let (lo, hi) = (one(0), one(4));
+        let y = slice(
+            &ctx(&n),
+            &[
+                Some(&data),
+                Some(&lo),
+                Some(&hi),
+                None,
+                Some(&one(i64::MAX)),
+            ],
+        );
+        assert_eq!(i64s(&y.unwrap()[0]), vec![0]);
+        let (top, bottom) = (one(-1), one(i64::MIN));
+        let y = slice(
+            &ctx(&n),
+            &[
+                Some(&data),
+                Some(&top),
+                Some(&bottom),
+                None,
+                Some(&one(i64::MIN)),
+            ],
+        );
+        assert_eq!(i64s(&y.unwrap()[0]), vec![3]);
+    }
+
+    #[test]
     fn slice_follows_the_clamping_rules() {
         let n = Node::default();
         let x = Tensor::from_vec(&[6], vec![0i64, 1, 2, 3, 4, 5]);
