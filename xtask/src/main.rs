@@ -3,6 +3,7 @@
 mod bench;
 mod diff;
 mod fetch_cases;
+mod fuzz;
 mod ort_path;
 mod python;
 mod report;
@@ -26,6 +27,8 @@ struct Cli {
 enum Cmd {
     /// Write the official ONNX backend test cases for the covered operators into cases/.
     FetchCases(fetch_cases::Args),
+    /// Run the libFuzzer targets in fuzz/ (nightly + cargo-fuzz) and print their statistics.
+    Fuzz(fuzz::Args),
     /// Measure kernel throughput next to references run in the same process or run.
     Bench(bench::Args),
     /// Differential run: random cases through us and another runtime.
@@ -53,6 +56,7 @@ pub fn target_dir() -> PathBuf {
 fn main() -> Result<()> {
     match Cli::parse().command {
         Cmd::FetchCases(args) => fetch_cases::run(args),
+        Cmd::Fuzz(args) => fuzz::run(args),
         Cmd::Bench(args) => bench::run(args),
         Cmd::Diff(args) => diff::run(args),
         Cmd::OrtPath => ort_path::run(),
