@@ -341,6 +341,14 @@ pub fn geometry(
                 }
             }
         };
+        // Every input coordinate the kernels compute lies inside the padded
+        // extent; keeping it addressable makes their index arithmetic exact.
+        let padded = n + pads_begin[i] as i128 + pads_end[i] as i128;
+        if padded.max(span) > isize::MAX as i128 {
+            return Err(KernelError::Invalid(format!(
+                "spatial axis {i}: the padded input ({padded}) or the dilated kernel ({span}) is longer than this machine can address"
+            )));
+        }
         if out < 1 {
             return Err(KernelError::Invalid(format!(
                 "spatial axis {i}: input {n} with pads ({}, {}) is smaller than the dilated kernel ({span}); the output would be empty",
@@ -1347,6 +1355,38 @@ mod tests {
             checked += 1;
         }
         assert!(checked > 200, "only {checked} random geometries were valid");
+    }
+
+    #[test]
+    fn unaddressable_extents_are_rejected() {
+        for attrs in [
+            ConvAttrs {
+                pads: Some(vec![i64::MAX, i64::MAX]),
+                ..ConvAttrs::default()
+            },
+            ConvAttrs {
+                dilations: Some(vec![i64::MAX]),
+                pads: Some(vec![i64::MAX, 0]),
+                ..ConvAttrs::default()
+            },
+        ] {
+            let e = geometry(&attrs, &[1, 1, 4], &[1, 1, 3], None).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains("longer than this machine can address"),
+                "{e}"
+            );
+        }
+        // Huge but addressable: a stride as long as the padding still works.
+        let attrs = ConvAttrs {
+            pads: Some(vec![1 << 40, 0]),
+            strides: Some(vec![1 << 40]),
+            ..ConvAttrs::default()
+        };
+        let g = geometry(&attrs, &[1, 1, 4], &[1, 1, 1], None).unwrap();
+        assert_eq!(g.out_spatial, [2]);
+        let y = conv(&g, &[1f32, 2.0, 3.0, 4.0], &[2.0], None, TILE_BYTES);
+        assert_eq!(y, [0.0, 2.0]);
     }
 
     #[test]
