@@ -217,3 +217,14 @@ fn inexpressible_versions_cite_the_change() {
     );
     assert!(variants::at_version(&a, 25, 18).is_ok());
 }
+
+/// Found by running fuzzed folders with ONNX_CASES: a data set with fewer
+/// inputs than the model's graph inputs made variant building index past
+/// the end, at discovery, which stopped the whole run.
+#[test]
+fn variants_of_a_data_set_missing_inputs_are_an_error() {
+    let mut p = prepared("test_constant_pad");
+    p.inputs.truncate(1);
+    let e = variants::at_version(&p, 25, 19).unwrap_err();
+    assert!(e.contains("has no value"), "{e}");
+}

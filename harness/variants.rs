@@ -109,7 +109,11 @@ pub fn at_version(p: &Prepared, from: i64, to: i64) -> Result<Prepared, String> 
     let mut inputs = Vec::new();
     for (i, name) in feeds.iter().enumerate() {
         if used.contains(name) {
-            inputs.push(p.inputs[i].clone());
+            let t = p
+                .inputs
+                .get(i)
+                .ok_or_else(|| format!("the data set has no value for graph input '{name}'"))?;
+            inputs.push(t.clone());
         }
     }
     model.graph.inputs.retain(|v| {
