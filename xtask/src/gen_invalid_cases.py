@@ -347,6 +347,17 @@ def _():
     return pad_model(opset=2, inputs=("data",), elem=TensorProto.INT32, pads=[1, 1, 1, 1]), [tensor(X22.astype(np.int32))], {}
 
 
+@case("pad_wrap_at_pad_2", "attribute", "mode", "Pad-2's modes are constant, reflect and edge")
+def _():
+    return pad_model(opset=2, inputs=("data",), mode="wrap", pads=[1, 1, 1, 1]), [tensor(X22)], {}
+
+
+@case("pad_string_before_13", "type", "element type string of 'data' is not allowed", "Pad-11 has no string type (added in Pad-13)")
+def _():
+    data = np.array([["a", "b"], ["c", "d"]], dtype=object)
+    return pad_model(opset=11, elem=TensorProto.STRING), [tensor(data), pads(1, 1, 1, 1)], {}
+
+
 @case("pad_v1_missing_paddings", "attribute", "paddings", "Pad-1 requires its paddings attribute")
 def _():
     return pad_model(opset=1, inputs=("data",)), [tensor(X22)], {}
@@ -415,6 +426,17 @@ def _():
 @case("conv_int_data", "type", "element type int32 of 'X' is not allowed", "Conv is defined for float types only")
 def _():
     return conv_model(elem=TensorProto.INT32), [tensor(IMG.astype(np.int32)), tensor(W3.astype(np.int32))], {}
+
+
+@case("conv_bfloat16_before_22", "type", "element type bfloat16 of 'X' is not allowed", "Conv-11 has no bfloat16 (added in Conv-22)")
+def _():
+    x = numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32))
+    w = numpy_helper.from_array(np.ones((1, 1, 2, 2), np.float32))
+    for t in (x, w):
+        bits = np.frombuffer(t.raw_data, np.uint32) >> 16
+        t.raw_data = bits.astype(np.uint16).tobytes()
+        t.data_type = TensorProto.BFLOAT16
+    return conv_model(opset=11, elem=TensorProto.BFLOAT16), [x.SerializeToString(), w.SerializeToString()], {}
 
 
 @case("conv_bias_wrong_shape", "input", "input 'B': expected shape [3]", "B holds one value per output channel")
