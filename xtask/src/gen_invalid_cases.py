@@ -201,6 +201,21 @@ def _():
     return m, [t.SerializeToString(), ins[1]], {}
 
 
+@case("input_segmented", "unsupported", "segmented tensors are not supported", "a tensor split into segments, which no covered case needs")
+def _():
+    t = TensorProto(data_type=TensorProto.FLOAT, dims=[2, 2], raw_data=b"\0" * 16)
+    t.segment.begin, t.segment.end = 0, 4
+    m, ins, _ = valid_pad()
+    return m, [t.SerializeToString(), ins[1]], {}
+
+
+@case("input_is_a_folder", "io", "input_1.pb", "input_1.pb is a folder, not a file")
+def _():
+    m, ins, _ = valid_pad()
+    # A file inside keeps the folder in git.
+    return m, [ins[0]], {"test_data_set_0/input_1.pb/keep": b""}
+
+
 @case("input_unknown_data_type", "decode", "unknown data_type 99", "data_type outside the TensorProto enum")
 def _():
     t = TensorProto(data_type=99, dims=[2], raw_data=b"\0" * 8)
@@ -522,6 +537,7 @@ def main():
             with open(os.path.join(d, "test_data_set_0", f"input_{i}.pb"), "wb") as f:
                 f.write(b)
         for rel, b in extra.items():
+            os.makedirs(os.path.dirname(os.path.join(d, rel)), exist_ok=True)
             with open(os.path.join(d, rel), "wb") as f:
                 f.write(b)
         lines = [
