@@ -6,6 +6,8 @@
 mod discover;
 #[path = "expectations.rs"]
 mod expectations;
+#[path = "invalid.rs"]
+mod invalid;
 #[path = "record.rs"]
 mod record;
 #[path = "run_case.rs"]
@@ -228,4 +230,48 @@ fn variants_of_a_data_set_missing_inputs_are_an_error() {
     p.inputs.truncate(1);
     let e = variants::at_version(&p, from, 1).unwrap_err();
     assert!(e.contains("no value for graph input"), "{e}");
+}
+
+/// The invalid-input checker fails a trial when the input is accepted, when
+/// the error differs in kind or message, and when its file is malformed.
+#[test]
+fn invalid_trials_fail_unless_rejected_as_expected() {
+    let root = scratch("invalid-check");
+    let dir = root.join("invalid/edge_pad");
+    copy_case(&official("test_edge_pad"), &dir);
+    let verdict = |toml: &str| {
+        std::fs::write(dir.join("expected_error.toml"), toml).unwrap();
+        let case = discover::discover(std::slice::from_ref(&root))
+            .unwrap()
+            .remove(0);
+        assert!(case.expected_error.is_some());
+        invalid::check(&case, &Ours::default(), Limits::default()).failure
+    };
+    let accepted = verdict("kind = \"attribute\"\nmessage = \"mode\"\nwhy = \"w\"\n").unwrap();
+    assert!(
+        accepted.contains("ours accepted it and produced 1 outputs"),
+        "{accepted}"
+    );
+    // Under a tiny output limit the same case is rejected as a limit.
+    let limit = "kind = \"limit\"\nmessage = \"max_output_bytes = 8\"\nwhy = \"w\"\nlimits = \"max_output_bytes=8\"\n";
+    assert_eq!(verdict(limit), None);
+    let wrong_kind = verdict(&limit.replace("\"limit\"", "\"input\"")).unwrap();
+    assert!(wrong_kind.contains("got a 'limit' error"), "{wrong_kind}");
+    let wrong_text = verdict(&limit.replace("= 8\"\nwhy", "= 9\"\nwhy")).unwrap();
+    assert!(
+        wrong_text.contains("expected a 'limit' error containing"),
+        "{wrong_text}"
+    );
+    let unknown = verdict("kind = \"oops\"\nmessage = \"m\"\nwhy = \"w\"\n").unwrap();
+    assert!(unknown.contains("unknown kind 'oops'"), "{unknown}");
+    let extra =
+        verdict("kind = \"limit\"\nmessage = \"m\"\nwhy = \"w\"\nreason = \"r\"\n").unwrap();
+    assert!(extra.contains("unknown field"), "{extra}");
+    let bad_limits =
+        verdict("kind = \"limit\"\nmessage = \"m\"\nwhy = \"w\"\nlimits = \"max_bogus=1\"\n")
+            .unwrap();
+    assert!(
+        bad_limits.contains("unknown limit 'max_bogus'"),
+        "{bad_limits}"
+    );
 }
