@@ -246,8 +246,13 @@ fn version_trials(
 fn invalid_trial(ctx: &Arc<Ctx>, case: &Arc<discover::Case>, names: &mut Vec<String>) -> Trial {
     let name = case.id();
     names.push(name.clone());
-    let meta = Meta::of_case(case).named(&name, false);
-    let about_limits = invalid::ExpectedError::load(case).is_ok_and(|e| e.is_about_limits());
+    let expected = invalid::ExpectedError::load(case).ok();
+    // The report groups invalid trials in one section, by error kind.
+    let mut meta = Meta::of_case(case).named(&name, false);
+    meta.op = "invalid input".into();
+    meta.version = 0;
+    meta.dtype = expected.as_ref().map_or("?".into(), |e| e.kind.clone());
+    let about_limits = expected.as_ref().is_some_and(|e| e.is_about_limits());
     if about_limits && ctx.backend.name() != "ours" {
         let reason = "about this suite's resource limits, not an ONNX rule".to_string();
         ctx.recorder
