@@ -267,7 +267,50 @@ def _():
     return m, [external("data.bin", offset=0, length=8), ins[1]], {"test_data_set_0/data.bin": b"\0" * 16}
 
 
+@case("external_data_bad_offset", "external-data", "'offset' is 'ten', not a non-negative integer", "external_data offsets are decimal byte counts")
+def _():
+    m, ins, _ = valid_pad()
+    t = TensorProto()
+    t.ParseFromString(external("data.bin"))
+    e = t.external_data.add()
+    e.key, e.value = "offset", "ten"
+    return m, [t.SerializeToString(), ins[1]], {"test_data_set_0/data.bin": b"\0" * 16}
+
+
+@case("input_int4_short_raw_data", "decode", "raw_data", "5 int4 values need 3 packed bytes, not 2")
+def _():
+    t = TensorProto(data_type=TensorProto.INT4, dims=[5], raw_data=b"\x11\x22")
+    m = model([helper.make_node("Pad", ["data", "pads"], ["y"], name="pad")], [vi("data", TensorProto.INT4), vi("pads", TensorProto.INT64)], [vi("y", TensorProto.INT4)], opset=21)
+    return m.SerializeToString(), [t.SerializeToString(), pads(1, 1)], {}
+
+
+@case("input_string_not_utf8", "decode", "not valid UTF-8", "string tensors hold UTF-8 text")
+def _():
+    t = TensorProto(data_type=TensorProto.STRING, dims=[2], string_data=[b"ok", b"\xff\xfe"])
+    return pad_model(elem=TensorProto.STRING), [t.SerializeToString(), pads(1, 1)], {}
+
+
+@case("attribute_not_utf8", "decode", "not valid UTF-8", "a STRING attribute (Pad's mode) that is not UTF-8")
+def _():
+    m = model([helper.make_node("Pad", ["data", "pads"], ["y"], name="pad", mode="edge")], [vi("data"), vi("pads", TensorProto.INT64)], [vi("y")])
+    m.graph.node[0].attribute[0].s = b"\xffedge"
+    return m.SerializeToString(), [tensor(X22), pads(1, 1, 1, 1)], {}
+
+
+@case("attribute_undefined_type", "decode", "attribute type is UNDEFINED", "an attribute must declare its type")
+def _():
+    m = model([helper.make_node("Pad", ["data", "pads"], ["y"], name="pad", mode="edge")], [vi("data"), vi("pads", TensorProto.INT64)], [vi("y")])
+    m.graph.node[0].attribute[0].type = 0
+    return m.SerializeToString(), [tensor(X22), pads(1, 1, 1, 1)], {}
+
+
 # ---- graph ---------------------------------------------------------------
+
+
+@case("graph_output_never_produced", "graph", "is never produced", "the graph declares an output no node writes")
+def _():
+    m = model([helper.make_node("Pad", ["data", "pads"], ["y"], name="pad")], [vi("data"), vi("pads", TensorProto.INT64)], [vi("y"), vi("z")])
+    return m.SerializeToString(), [tensor(X22), pads(1, 1, 1, 1)], {}
 
 
 @case("graph_unknown_operator", "no-kernel", "operator not implemented", "an operator this library does not implement")

@@ -1,0 +1,3 @@
+Bdataj
+locationdata.binj
+offsettenp
