@@ -98,37 +98,6 @@ fn case_for(op: Op, r: &mut Reader) -> (Model, Vec<Tensor>) {
     }
 }
 
-const TYPES: [DataType; 28] = [
-    DataType::Float,
-    DataType::Uint8,
-    DataType::Int8,
-    DataType::Uint16,
-    DataType::Int16,
-    DataType::Int32,
-    DataType::Int64,
-    DataType::String,
-    DataType::Bool,
-    DataType::Float16,
-    DataType::Double,
-    DataType::Uint32,
-    DataType::Uint64,
-    DataType::Complex64,
-    DataType::Complex128,
-    DataType::Bfloat16,
-    DataType::Float8E4M3FN,
-    DataType::Float8E4M3FNUZ,
-    DataType::Float8E5M2,
-    DataType::Float8E5M2FNUZ,
-    DataType::Uint4,
-    DataType::Int4,
-    DataType::Float4E2M1,
-    DataType::Float8E8M0,
-    DataType::Uint2,
-    DataType::Int2,
-    DataType::Float6E2M3,
-    DataType::Float6E3M2,
-];
-
 fn pad_case(r: &mut Reader) -> (Model, Vec<Tensor>) {
     let opset = r.opset(&[1, 2, 11, 13, 18, 19, 21, 23, 24, 25]);
     let dtype = r.dtype(&[DataType::Float, DataType::Int64, DataType::String]);
@@ -429,7 +398,7 @@ impl<'a> Reader<'a> {
     }
 
     fn any_dtype(&mut self) -> DataType {
-        self.pick(&TYPES)
+        self.pick(&DataType::ALL)
     }
 
     fn shape(&mut self, rank: usize) -> Vec<usize> {

@@ -98,25 +98,21 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-fn check_tools() -> Result<()> {
-    let nightly = Command::new("rustup")
-        .args(["run", "nightly", "rustc", "--version"])
+/// Whether `program args` runs and succeeds.
+fn succeeds(program: &str, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !nightly {
+        .is_ok_and(|s| s.success())
+}
+
+fn check_tools() -> Result<()> {
+    if !succeeds("rustup", &["run", "nightly", "rustc", "--version"]) {
         bail!("libFuzzer builds need a nightly toolchain (`rustup toolchain install nightly`)");
     }
-    let fuzz = Command::new("cargo")
-        .args(["fuzz", "--version"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !fuzz {
+    if !succeeds("cargo", &["fuzz", "--version"]) {
         bail!("cargo-fuzz is not installed (`cargo install cargo-fuzz`)");
     }
     Ok(())
