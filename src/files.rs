@@ -21,6 +21,12 @@ fn io_err(path: &Path, e: impl ToString) -> Error {
 
 /// Reads a whole file, refusing one larger than `max_bytes` before reading.
 pub fn read_limited(path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
+    // Checked before opening: opening a FIFO or a device would block or
+    // read forever.
+    let meta = std::fs::metadata(path).map_err(|e| io_err(path, e))?;
+    if !meta.is_file() {
+        return Err(io_err(path, "not a regular file"));
+    }
     let file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
     let len = file.metadata().map_err(|e| io_err(path, e))?.len();
     Limits::check(
@@ -96,11 +102,12 @@ pub fn read_external(
             root.display()
         )));
     }
-    let mut file = std::fs::File::open(&path).map_err(|e| refuse(e.to_string()))?;
-    let meta = file.metadata().map_err(|e| refuse(e.to_string()))?;
+    // Checked before opening, which would block on a FIFO.
+    let meta = std::fs::metadata(&path).map_err(|e| refuse(e.to_string()))?;
     if !meta.is_file() {
         return Err(refuse(format!("{} is not a file", path.display())));
     }
+    let mut file = std::fs::File::open(&path).map_err(|e| refuse(e.to_string()))?;
     let size = meta.len();
     if r.offset > size {
         return Err(refuse(format!(
@@ -206,5 +213,17 @@ mod tests {
         assert!(e.to_string().contains("max_file_bytes"), "{e}");
         let e = read_limited(&d.join("none.onnx"), 9).unwrap_err();
         assert_eq!(e.kind(), "io");
+        let e = read_limited(&d, 9).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        #[cfg(unix)]
+        {
+            // A FIFO would block the open until a writer comes.
+            let fifo = d.join("input_0.pb");
+            let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+            if made.is_ok_and(|s| s.success()) {
+                let e = read_limited(&fifo, 9).unwrap_err();
+                assert!(e.to_string().contains("not a regular file"), "{e}");
+            }
+        }
     }
 }
