@@ -302,10 +302,7 @@ fn helper_case(r: &mut Reader) -> (Model, Vec<Tensor>) {
 }
 
 fn attr(name: &str, value: AttrValue) -> Attribute {
-    Attribute {
-        name: name.to_string(),
-        value,
-    }
+    Attribute::new(name, value)
 }
 
 /// A model with one node whose named inputs are graph inputs (an empty
@@ -324,12 +321,8 @@ fn one_node(
         graph: Graph {
             name: "fuzz".into(),
             nodes: vec![Node {
-                name: "n".into(),
-                op_type: op.into(),
-                domain: String::new(),
-                inputs: names.iter().map(|s| s.to_string()).collect(),
-                outputs: vec!["y".into()],
                 attributes,
+                ..Node::new("n", op, names, &["y"], vec![])
             }],
             initializers: vec![],
             inputs: fed

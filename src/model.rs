@@ -77,7 +77,38 @@ impl AttrValue {
     }
 }
 
+impl Attribute {
+    pub fn new(name: &str, value: AttrValue) -> Attribute {
+        Attribute {
+            name: name.to_string(),
+            value,
+        }
+    }
+}
+
 impl Node {
+    /// A node in the default domain; "" in `inputs` marks an omitted
+    /// optional input.
+    pub fn new(
+        name: &str,
+        op_type: &str,
+        inputs: &[&str],
+        outputs: &[&str],
+        attributes: Vec<(&str, AttrValue)>,
+    ) -> Node {
+        Node {
+            name: name.to_string(),
+            op_type: op_type.to_string(),
+            domain: String::new(),
+            inputs: inputs.iter().map(|s| s.to_string()).collect(),
+            outputs: outputs.iter().map(|s| s.to_string()).collect(),
+            attributes: attributes
+                .into_iter()
+                .map(|(n, v)| Attribute::new(n, v))
+                .collect(),
+        }
+    }
+
     pub fn attribute(&self, name: &str) -> Option<&AttrValue> {
         self.attributes
             .iter()

@@ -1,24 +1,11 @@
 //! CenterCropPad run directly and through ONNX's own function body (the
 //! graph of the `*_expanded` cases) must agree exactly on random inputs.
 
-use onnx_conformance::model::{AttrValue, Attribute, Graph, Model, Node, ValueInfo};
+use onnx_conformance::model::{AttrValue, Graph, Model, Node, ValueInfo};
 use onnx_conformance::{graph, Limits, Tensor};
 
 fn node(op: &str, inputs: &[&str], output: &str, attrs: Vec<(&str, AttrValue)>) -> Node {
-    Node {
-        name: output.to_string(),
-        op_type: op.into(),
-        inputs: inputs.iter().map(|s| s.to_string()).collect(),
-        outputs: vec![output.into()],
-        attributes: attrs
-            .into_iter()
-            .map(|(n, v)| Attribute {
-                name: n.into(),
-                value: v,
-            })
-            .collect(),
-        ..Node::default()
-    }
+    Node::new(output, op, inputs, &[output], attrs)
 }
 
 fn model(nodes: Vec<Node>) -> Model {

@@ -83,22 +83,11 @@ pub fn validate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{AttrValue, Attribute};
+    use crate::model::AttrValue;
     use crate::schema::version;
 
     fn node(attrs: Vec<(&str, AttrValue)>) -> Node {
-        Node {
-            name: "n".into(),
-            op_type: "Pad".into(),
-            attributes: attrs
-                .into_iter()
-                .map(|(n, v)| Attribute {
-                    name: n.into(),
-                    value: v,
-                })
-                .collect(),
-            ..Node::default()
-        }
+        Node::new("n", "Pad", &[], &[], attrs)
     }
 
     #[test]

@@ -6,7 +6,7 @@ mod center_crop_pad;
 mod conv;
 mod pad;
 
-use onnx_conformance::model::{AttrValue, Attribute, Graph, Model, Node, ValueInfo};
+use onnx_conformance::model::{AttrValue, Graph, Model, Node, ValueInfo};
 use onnx_conformance::{graph, Limits, Tensor};
 
 /// A one-node model in the default domain.
@@ -22,20 +22,7 @@ pub fn model_of(
         opset_import: vec![(String::new(), opset)],
         graph: Graph {
             name: "g".into(),
-            nodes: vec![Node {
-                name: node.into(),
-                op_type: op.into(),
-                domain: String::new(),
-                inputs: inputs.iter().map(|s| s.to_string()).collect(),
-                outputs: vec!["y".into()],
-                attributes: attrs
-                    .into_iter()
-                    .map(|(n, v)| Attribute {
-                        name: n.into(),
-                        value: v,
-                    })
-                    .collect(),
-            }],
+            nodes: vec![Node::new(node, op, inputs, &["y"], attrs)],
             initializers: vec![],
             inputs: inputs
                 .iter()

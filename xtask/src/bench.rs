@@ -212,10 +212,7 @@ fn conv_model(s: &ConvShape) -> (Model, Tensor) {
     let weights = Tensor::from_vec(&[m, c / group, k, k], rnd(m * c / group * k * k));
     let bias = Tensor::from_vec(&[m], rnd(m));
     let x = Tensor::from_vec(&[n, c, h, w], rnd(n * c * h * w));
-    let attr = |name: &str, v: AttrValue| Attribute {
-        name: name.into(),
-        value: v,
-    };
+    let attr = Attribute::new;
     let model = Model {
         ir_version: 10,
         opset_import: vec![(String::new(), 22)],

@@ -406,10 +406,7 @@ fn scalar(dtype: DataType, v: i64) -> Tensor {
 }
 
 fn attr(name: &str, value: AttrValue) -> Attribute {
-    Attribute {
-        name: name.into(),
-        value,
-    }
+    Attribute::new(name, value)
 }
 
 fn ints(v: &[usize]) -> AttrValue {
