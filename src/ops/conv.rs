@@ -899,18 +899,7 @@ fn im2col_rows<T: Real>(
             for kx in 0..kw {
                 let dst = &mut row_buf[..width];
                 let off_x = (kx * dw) as isize - pw as isize;
-                // Output columns whose input column falls inside the image.
-                let lo = if off_x >= 0 {
-                    0
-                } else {
-                    ((-off_x) as usize).div_ceil(sw)
-                };
-                let hi = if (iw as isize - off_x) <= 0 {
-                    0
-                } else {
-                    ((iw as isize - off_x - 1) as usize) / sw + 1
-                };
-                let (lo, hi) = (lo.min(ow), hi.min(ow));
+                let (lo, hi) = inside_columns(off_x, iw, sw, ow);
                 let mut j = j0;
                 while j < j1 {
                     let (oy, ox0) = (j / ow, j % ow);
@@ -948,6 +937,23 @@ fn im2col_rows<T: Real>(
             }
         }
     }
+}
+
+/// The output columns `lo..hi` (of `ow`) whose input column
+/// `ox * sw + off_x` falls inside a row of `iw` values; the others read
+/// padding.
+fn inside_columns(off_x: isize, iw: usize, sw: usize, ow: usize) -> (usize, usize) {
+    let lo = if off_x >= 0 {
+        0
+    } else {
+        ((-off_x) as usize).div_ceil(sw)
+    };
+    let hi = if (iw as isize - off_x) <= 0 {
+        0
+    } else {
+        ((iw as isize - off_x - 1) as usize) / sw + 1
+    };
+    (lo.min(ow), hi.min(ow))
 }
 
 /// im2col for any spatial rank (3-D and beyond), one element at a time.
@@ -1175,18 +1181,7 @@ fn depthwise_plane<T: Real>(g: &Geometry, x: &[T], w: &[T], plane: usize, out: &
         for kx in 0..kw {
             let wv = wm[ky * kw + kx];
             let off_x = (kx * dw) as isize - pw as isize;
-            let lo = if off_x >= 0 {
-                0
-            } else {
-                ((-off_x) as usize).div_ceil(sw)
-            }
-            .min(ow);
-            let hi = if (iw as isize - off_x) <= 0 {
-                0
-            } else {
-                ((iw as isize - off_x - 1) as usize) / sw + 1
-            }
-            .min(ow);
+            let (lo, hi) = inside_columns(off_x, iw, sw, ow);
             if lo >= hi {
                 continue;
             }
