@@ -96,6 +96,7 @@ pub fn check(case: &Case, backend: &dyn Backend, base: Limits) -> Verdict {
         failure: Some(format!("{label}: {m}")),
         max_abs: f64::NAN,
         max_rel: f64::NAN,
+        ..Verdict::default()
     };
     let expected = match ExpectedError::load(case) {
         Ok(e) => e,

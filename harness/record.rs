@@ -81,6 +81,7 @@ impl MetaExt for Meta {
             message,
             max_abs: verdict.and_then(|v| finite(v.max_abs)),
             max_rel: verdict.and_then(|v| finite(v.max_rel)),
+            bound_units: verdict.and_then(|v| v.bound_units),
         }
     }
 }

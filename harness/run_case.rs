@@ -3,8 +3,9 @@
 use crate::discover::{numbered, Case};
 use anyhow::{Context, Result};
 use onnx_conformance::backend::Backend;
-use onnx_conformance::compare::{self, Mismatch};
+use onnx_conformance::compare::{self, Mismatch, Policy};
 use onnx_conformance::proto::{self, LoadOptions};
+use onnx_conformance::verdict::{self, Tolerance};
 use onnx_conformance::{files, Limits, Storage, Tensor};
 use std::path::{Path, PathBuf};
 
@@ -29,6 +30,14 @@ pub struct Verdict {
     /// Largest absolute and relative error over all outputs (0 when exact).
     pub max_abs: f64,
     pub max_rel: f64,
+    /// Largest error in units of its bound, where an error bound judged.
+    pub bound_units: Option<f64>,
+}
+
+/// The policy family of this run (`ONNX_TOLERANCE`), read once.
+pub fn tolerance() -> Result<Tolerance, String> {
+    static TOLERANCE: std::sync::OnceLock<Result<Tolerance, String>> = std::sync::OnceLock::new();
+    TOLERANCE.get_or_init(Tolerance::from_env).clone()
 }
 
 /// Reads a case's model and one data set, under `limits`. External data
@@ -97,16 +106,38 @@ pub fn check_verdict(
             failure: Some(format!("{label}: {e:#}")),
             max_abs: f64::NAN,
             max_rel: f64::NAN,
+            bound_units: None,
         },
     }
 }
 
-/// Runs a prepared data set through `backend` and compares its outputs.
+/// Runs a prepared data set through `backend` and compares its outputs
+/// under this run's policy family (`ONNX_TOLERANCE`).
 pub fn run_prepared(label: &str, p: &Prepared, backend: &dyn Backend, artifacts: &Path) -> Verdict {
+    match tolerance() {
+        Ok(t) => run_prepared_with(label, p, backend, artifacts, t),
+        Err(e) => Verdict {
+            failure: Some(format!("{label}: {e}")),
+            max_abs: f64::NAN,
+            max_rel: f64::NAN,
+            bound_units: None,
+        },
+    }
+}
+
+/// [`run_prepared`] under a given policy family.
+pub fn run_prepared_with(
+    label: &str,
+    p: &Prepared,
+    backend: &dyn Backend,
+    artifacts: &Path,
+    tolerance: Tolerance,
+) -> Verdict {
     let fail = |m: String| Verdict {
         failure: Some(format!("{label}: {m}")),
         max_abs: f64::NAN,
         max_rel: f64::NAN,
+        bound_units: None,
     };
     // A runtime that panics is judged like one that returns an error.
     let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -134,6 +165,9 @@ pub fn run_prepared(label: &str, p: &Prepared, backend: &dyn Backend, artifacts:
     }
     let mut verdict = Verdict::default();
     let mut problems = Vec::new();
+    // The policy comes from the model and its inputs, never from the
+    // backend under test, so every runtime is judged alike.
+    let policies = verdict::policies(&p.model, &p.inputs, tolerance);
     for (k, ((name, expected), got)) in p.outputs.iter().zip(&actual).enumerate() {
         let label = p
             .model
@@ -149,8 +183,21 @@ pub fn run_prepared(label: &str, p: &Prepared, backend: &dyn Backend, artifacts:
                     name.clone()
                 }
             });
-        let tol = compare::tolerance(expected.dtype());
-        match compare::compare(expected, got, tol) {
+        let policy = match policies.get(k) {
+            Some(Ok(policy)) => policy,
+            Some(Err(why)) => {
+                verdict.max_abs = f64::NAN;
+                problems.push(format!("output {k} '{label}': cannot be judged: {why}"));
+                continue;
+            }
+            None => {
+                problems.push(format!(
+                    "output {k} '{label}': the data set has more outputs than the graph declares"
+                ));
+                continue;
+            }
+        };
+        match compare::compare(expected, got, policy) {
             Err(structural) => {
                 verdict.max_abs = f64::INFINITY;
                 problems.push(format!("output {k} '{label}': {structural}"));
@@ -158,8 +205,11 @@ pub fn run_prepared(label: &str, p: &Prepared, backend: &dyn Backend, artifacts:
             Ok(m) => {
                 verdict.max_abs = verdict.max_abs.max(m.max_abs);
                 verdict.max_rel = verdict.max_rel.max(m.max_rel);
+                if let Some(u) = m.max_bound_units {
+                    verdict.bound_units = Some(verdict.bound_units.unwrap_or(0.0).max(u));
+                }
                 if m.mismatches > 0 {
-                    problems.push(value_report(k, &label, expected, got, &m, tol));
+                    problems.push(value_report(k, &label, expected, got, &m, policy));
                 }
             }
         }
@@ -184,13 +234,13 @@ fn value_report(
     expected: &Tensor,
     got: &Tensor,
     m: &Mismatch,
-    tol: Option<(f64, f64)>,
+    policy: &Policy,
 ) -> String {
     let mut s = format!(
         "output {k} '{label}' (tensor({}), shape {:?}): {}",
         expected.dtype(),
         expected.shape(),
-        compare::describe(m, expected.shape(), tol)
+        compare::describe(m, expected.shape(), policy)
     );
     if expected.len() <= DIFF_LIMIT {
         let (left, right) = (compare::lines(expected), compare::lines(got));

@@ -14,6 +14,8 @@ mod record;
 mod run_case;
 #[path = "variants.rs"]
 mod variants;
+#[path = "verdict_tests.rs"]
+mod verdict_tests;
 
 use onnx_conformance::backend::Ours;
 use onnx_conformance::Limits;

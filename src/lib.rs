@@ -10,6 +10,7 @@
 pub mod backend;
 pub mod compare;
 pub mod error;
+pub mod error_bound;
 pub mod files;
 pub mod fuzz;
 pub mod graph;
@@ -20,6 +21,7 @@ pub mod proto;
 pub mod schema;
 pub mod tensor;
 pub mod trial_record;
+pub mod verdict;
 
 pub use error::{Error, KernelError, Result};
 pub use limits::{LimitExceeded, Limits};

@@ -58,6 +58,10 @@ pub struct TrialRecord {
     pub message: Option<String>,
     pub max_abs: Option<f64>,
     pub max_rel: Option<f64>,
+    /// Largest error in units of its bound, where the error-bound policy
+    /// judged (Conv).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound_units: Option<f64>,
 }
 
 /// The whole file: which backend ran, and every trial.

@@ -9,7 +9,7 @@ mod shrink;
 
 use anyhow::{bail, Context, Result};
 use gen::Case;
-use onnx_conformance::{compare, graph, proto, Limits, Tensor};
+use onnx_conformance::{compare, graph, proto, verdict, Limits, Tensor};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -218,14 +218,20 @@ fn evaluate(case: &Case, seed: u64, worker: &mut Worker, work: &Path) -> Result<
             if a.len() != b.len() {
                 problems.push(format!("{} outputs vs {}", a.len(), b.len()));
             }
-            for (x, y) in a.iter().zip(b) {
-                match compare::compare(x, y, None) {
+            let policies = verdict::policies(&model, &inputs, verdict::Tolerance::Strict);
+            for ((x, y), policy) in a.iter().zip(b).zip(&policies) {
+                let policy = match policy {
+                    Ok(p) => p,
+                    Err(e) => {
+                        problems.push(e.clone());
+                        continue;
+                    }
+                };
+                match compare::compare(x, y, policy) {
                     Err(s) => problems.push(s),
-                    Ok(m) if m.mismatches > 0 => problems.push(compare::describe(
-                        &m,
-                        x.shape(),
-                        compare::tolerance(x.dtype()),
-                    )),
+                    Ok(m) if m.mismatches > 0 => {
+                        problems.push(compare::describe(&m, x.shape(), policy))
+                    }
                     Ok(_) => {}
                 }
             }
