@@ -119,6 +119,7 @@ impl Case {
         match self {
             Case::Pad(c) => {
                 t.push(format!("mode:{}", c.mode));
+                t.push(format!("version:{}", c.version));
                 let n = c.pads.len() / 2;
                 let axes: Vec<usize> = match &c.axes {
                     Some(a) => a
@@ -168,6 +169,23 @@ impl Case {
                 if c.strides.iter().zip(&c.kernel).any(|(s, k)| s > k) {
                     t.push("stride_gt_kernel".into());
                 }
+                // SAME_* padding whose total, (out - 1) * stride + dilated
+                // kernel - in, is negative on some axis (the spec clamps it
+                // at 0).
+                let same = c.auto_pad.starts_with("SAME");
+                let negative = c.spatial.iter().enumerate().any(|(a, &n)| {
+                    let (s, k, d) = (
+                        c.strides[a] as i64,
+                        c.kernel[a] as i64,
+                        c.dilations[a] as i64,
+                    );
+                    let out = (n as i64 + s - 1) / s;
+                    (out - 1) * s + (k - 1) * d + 1 < n as i64
+                });
+                if same && negative {
+                    t.push("same_pad_negative".into());
+                }
+                t.push(format!("version:{}", c.version));
                 if c.group > 1 {
                     t.push("grouped".into());
                 }
@@ -179,6 +197,9 @@ impl Case {
                 }
                 if c.targets.contains(&0) {
                     t.push("zero_target".into());
+                }
+                if c.targets.iter().any(|&v| v < 0) {
+                    t.push("negative_target".into());
                 }
                 if c.axes.is_some() {
                     t.push("axes".into());

@@ -4,9 +4,11 @@
 //! findings, not the end of the run). Disagreements are shrunk while they
 //! still disagree and written as case folders under `target/differential/`.
 
+mod adjudicate;
 mod gen;
 mod shrink;
 
+use adjudicate::{Settled, Side};
 use anyhow::{bail, Context, Result};
 use gen::Case;
 use onnx_conformance::{compare, graph, proto, verdict, Limits, Tensor};
@@ -38,6 +40,54 @@ pub struct Args {
     /// Write disagreements without shrinking them first.
     #[arg(long)]
     no_shrink: bool,
+    /// Checks the judge: perturbs our own outputs the way a named bug
+    /// would (`conv-notset-stride-gt-kernel`: Conv with auto_pad NOTSET and
+    /// a stride larger than the kernel), so that a run must fail.
+    #[arg(long, hide = true)]
+    plant_bug: Option<String>,
+}
+
+/// Bugs `--plant-bug` can plant in our results.
+const PLANTABLE: &[&str] = &["conv-notset-stride-gt-kernel"];
+
+/// Whether the planted bug applies to this case.
+fn planted_here(bug: Option<&str>, case: &Case) -> bool {
+    match (bug, case) {
+        (Some("conv-notset-stride-gt-kernel"), Case::Conv(c)) => {
+            c.auto_pad == "NOTSET" && c.strides.iter().zip(&c.kernel).any(|(s, k)| s > k)
+        }
+        _ => false,
+    }
+}
+
+/// A value regression: the first element of each float output moves by
+/// about 1% (plus 0.5, so zeros move too).
+fn plant(outputs: &mut [Tensor]) {
+    use onnx_conformance::Storage;
+    for t in outputs.iter_mut() {
+        let dtype = t.dtype();
+        let mut s = t.storage().clone();
+        let bump = |v: f64| v + 0.5 + v.abs() * 1e-2;
+        match &mut s {
+            Storage::F32(a) => a
+                .iter_mut()
+                .take(1)
+                .for_each(|v| *v = bump(*v as f64) as f32),
+            Storage::F64(a) => a.iter_mut().take(1).for_each(|v| *v = bump(*v)),
+            Storage::F16(a) => a
+                .iter_mut()
+                .take(1)
+                .for_each(|v| *v = half::f16::from_f64(bump(v.to_f64()))),
+            Storage::BF16(a) => a
+                .iter_mut()
+                .take(1)
+                .for_each(|v| *v = half::bf16::from_f64(bump(v.to_f64()))),
+            _ => {}
+        }
+        if let Ok(planted) = Tensor::new(dtype, s) {
+            *t = planted;
+        }
+    }
 }
 
 /// What the other runtime did with a case.
@@ -195,9 +245,15 @@ struct Evaluated {
     detail: String,
 }
 
-fn evaluate(case: &Case, seed: u64, worker: &mut Worker, work: &Path) -> Result<Evaluated> {
+fn evaluate(
+    case: &Case,
+    seed: u64,
+    worker: &mut Worker,
+    work: &Path,
+    plant_bug: Option<&str>,
+) -> Result<Evaluated> {
     let (model, inputs) = gen::build(case, seed);
-    let ours = graph::run(
+    let mut ours = graph::run(
         &model,
         &inputs,
         Limits {
@@ -206,6 +262,11 @@ fn evaluate(case: &Case, seed: u64, worker: &mut Worker, work: &Path) -> Result<
         },
     )
     .map_err(|e| e.to_string());
+    if planted_here(plant_bug, case) {
+        if let Ok(outputs) = ours.as_mut() {
+            plant(outputs);
+        }
+    }
     write_case(work, &model, &inputs, &[])?;
     let theirs = worker.run(work)?;
     let (kind, detail) = match (&ours, &theirs) {
@@ -257,16 +318,21 @@ struct Known {
     finding: Vec<Finding>,
 }
 
-/// A known disagreement: every listed tag must be present, the kind must
-/// match, and so must the other runtime's message when one is given.
+/// A known disagreement in which the oracle sides with us. It matches when
+/// the runtime, operator and kind match, every predicate of `when` holds
+/// for the case's parameters, and (when given) the other runtime's message
+/// contains `message`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Finding {
     runtime: String,
     op: String,
     kind: String,
+    /// Predicates on the case's parameters: `name` (a property the case
+    /// has, such as `same_pad_negative`) or `name:a|b` (the parameter
+    /// `name` is `a` or `b`, such as `auto_pad:SAME_UPPER|SAME_LOWER`).
     #[serde(default)]
-    tags: Vec<String>,
+    when: Vec<String>,
     message: Option<String>,
     reason: String,
     /// The case folder under cases/differential/ that reproduces it.
@@ -280,16 +346,42 @@ fn load_known(root: &Path) -> Result<Vec<Finding>> {
     }
     let k: Known = toml::from_str(&std::fs::read_to_string(&p)?)
         .with_context(|| format!("in {}", p.display()))?;
+    for f in &k.finding {
+        if f.reason.trim().is_empty() {
+            bail!(
+                "{}: a finding for {} {} has no reason",
+                p.display(),
+                f.runtime,
+                f.op
+            );
+        }
+    }
     Ok(k.finding)
 }
 
-fn known_reason<'a>(
+/// Whether one `when` predicate holds for the case's properties.
+fn holds(predicate: &str, properties: &[String]) -> bool {
+    match predicate.split_once(':') {
+        None => properties.iter().any(|p| p == predicate),
+        Some((name, values)) => values
+            .split('|')
+            .any(|v| properties.contains(&format!("{name}:{v}"))),
+    }
+}
+
+/// The known finding that explains a disagreement, only when the oracle
+/// sides with us: a finding can excuse the other runtime, never our kernels.
+fn known_finding<'a>(
     known: &'a [Finding],
     runtime: &str,
     case: &Case,
     e: &Evaluated,
+    settled: Settled,
 ) -> Option<&'a Finding> {
-    let tags = case.tags();
+    if settled != Settled::OursRight {
+        return None;
+    }
+    let properties = case.tags();
     let message = match &e.theirs {
         Theirs::Error(m) | Theirs::Crash(m) => m.clone(),
         Theirs::Ok(_) => e.detail.clone(),
@@ -298,7 +390,7 @@ fn known_reason<'a>(
         f.runtime == runtime
             && f.op == case.op()
             && f.kind == e.kind.name()
-            && f.tags.iter().all(|t| tags.contains(t))
+            && f.when.iter().all(|p| holds(p, &properties))
             && f.message
                 .as_ref()
                 .is_none_or(|m| crate::fetch_cases::glob(&format!("*{m}*"), &message))
@@ -361,7 +453,30 @@ fn describe_theirs(t: &Theirs) -> String {
     }
 }
 
+/// One row of the summary: how the two sides related, and who the oracle
+/// sided with.
+#[derive(Default)]
+struct Row {
+    kinds: BTreeMap<Kind, usize>,
+    settled: BTreeMap<Settled, usize>,
+}
+
+/// A disagreement waiting for the oracle.
+struct Pending {
+    name: String,
+    dir: PathBuf,
+    case: Case,
+    seed: u64,
+    e: Evaluated,
+}
+
 pub fn run(args: Args) -> Result<()> {
+    if let Some(bug) = &args.plant_bug {
+        if !PLANTABLE.contains(&bug.as_str()) {
+            bail!("--plant-bug {bug}: known bugs are {}", PLANTABLE.join(", "));
+        }
+        eprintln!("xtask: planting the bug '{bug}' in our own results; this run must fail");
+    }
     let root = crate::project_root();
     let known = load_known(&root)?;
     let mut worker = build_worker(&args.against)?;
@@ -387,19 +502,20 @@ pub fn run(args: Args) -> Result<()> {
     if ops.is_empty() {
         bail!("--op must name Pad, Conv or CenterCropPad");
     }
-    // (op, version, feature) -> kind -> count
-    let mut table: BTreeMap<(String, i64, String), BTreeMap<Kind, usize>> = BTreeMap::new();
-    let mut unknown = Vec::new();
-    let mut written = 0;
+    let plant_bug = args.plant_bug.as_deref();
+    let mut table: BTreeMap<(String, i64, String), Row> = BTreeMap::new();
+    let mut pending = Vec::new();
     for op in ops {
         let mut rng = gen::Rng::new(args.seed.wrapping_mul(31).wrapping_add(op.len() as u64));
         for i in 0..args.count {
             let case = gen::random(op, &mut rng);
             let data_seed = rng.next_u64();
-            let e = evaluate(&case, data_seed, &mut worker, &work)?;
+            let e = evaluate(&case, data_seed, &mut worker, &work, plant_bug)?;
+            let key = (op.to_string(), case.version(), case.feature());
             *table
-                .entry((op.to_string(), case.version(), case.feature()))
+                .entry(key.clone())
                 .or_default()
+                .kinds
                 .entry(e.kind)
                 .or_default() += 1;
             if !e.kind.disagrees() {
@@ -408,13 +524,8 @@ pub fn run(args: Args) -> Result<()> {
             let (case, e) = if args.no_shrink {
                 (case, e)
             } else {
-                shrink_case(case, e, data_seed, &mut worker, &work)?
+                shrink_case(case, e, data_seed, &mut worker, &work, plant_bug)?
             };
-            let finding = known_reason(&known, &args.against, &case, &e);
-            let reason = finding.map(|f| match &f.case {
-                Some(c) => format!("{} (reproduced by cases/differential/{c})", f.reason),
-                None => f.reason.clone(),
-            });
             let name = format!(
                 "{}_v{}_{}_{i}",
                 op.to_lowercase(),
@@ -423,48 +534,123 @@ pub fn run(args: Args) -> Result<()> {
             );
             let dir = out_root.join(&name);
             let (model, inputs) = gen::build(&case, data_seed);
-            let expected: Vec<Tensor> = e.ours.clone().unwrap_or_default();
-            write_case(&dir, &model, &inputs, &expected)?;
-            let note = format!(
-                "# {name}\n\nruntime: {}\nkind: {}\nknown: {}\ncase: {:?}\ntags: {}\n\nours: {}\ntheirs: {}\n\ndetail: {}\n",
-                args.against,
-                e.kind.name(),
-                reason.as_deref().unwrap_or("no"),
-                case,
-                case.tags().join(", "),
-                describe_side(&e.ours),
-                describe_theirs(&e.theirs),
-                e.detail
-            );
-            std::fs::write(dir.join("NOTE.md"), note)?;
-            written += 1;
-            if reason.is_none() {
-                unknown.push(format!(
-                    "{name}: {} ({})",
-                    e.kind.name(),
-                    e.detail.chars().take(160).collect::<String>()
-                ));
-            }
+            write_case(&dir, &model, &inputs, &[])?;
+            pending.push((
+                key,
+                Pending {
+                    name,
+                    dir,
+                    case,
+                    seed: data_seed,
+                    e,
+                },
+            ));
         }
     }
     let _ = std::fs::remove_dir_all(&work);
+
+    eprintln!(
+        "xtask: asking the oracle about {} disagreements",
+        pending.len()
+    );
+    let folders: Vec<PathBuf> = pending.iter().map(|(_, p)| p.dir.clone()).collect();
+    let answers = adjudicate::ask(&folders, &work.with_extension("oracle"))?;
+    let mut failures = Vec::new();
+    let mut ours_wrong = Vec::new();
+    for ((key, p), answer) in pending.iter().zip(&answers) {
+        let (model, inputs) = gen::build(&p.case, p.seed);
+        let ours = match &p.e.ours {
+            Ok(v) => Side::Outputs(v),
+            Err(_) => Side::Rejected,
+        };
+        let theirs = match &p.e.theirs {
+            Theirs::Ok(v) => Side::Outputs(v),
+            Theirs::Error(_) => Side::Rejected,
+            Theirs::Crash(_) => Side::Crashed,
+        };
+        let (settled, why) = adjudicate::settle(&model, &inputs, ours, theirs, answer);
+        *table
+            .get_mut(key)
+            .expect("counted above")
+            .settled
+            .entry(settled)
+            .or_default() += 1;
+        let finding = known_finding(&known, &args.against, &p.case, &p.e, settled);
+        let reason = finding.map(|f| match &f.case {
+            Some(c) => format!("{} (reproduced by cases/differential/{c})", f.reason),
+            None => f.reason.clone(),
+        });
+        // The folder becomes a case whose expected outputs are the oracle's.
+        write_case(&p.dir, &model, &inputs, &answer.outputs)?;
+        let note = format!(
+            "# {}\n\nruntime: {}\nkind: {}\noracle: {} ({})\nverdict: {} ({why})\nknown: {}\ncase: {:?}\nproperties: {}\n\nours: {}\ntheirs: {}\n\ndetail: {}\n",
+            p.name,
+            args.against,
+            p.e.kind.name(),
+            answer.status,
+            answer.why,
+            settled.name(),
+            reason.as_deref().unwrap_or("no"),
+            p.case,
+            p.case.tags().join(", "),
+            describe_side(&p.e.ours),
+            describe_theirs(&p.e.theirs),
+            p.e.detail
+        );
+        std::fs::write(p.dir.join("NOTE.md"), note)?;
+        let line = format!(
+            "{}: {} ({}): {}",
+            p.name,
+            p.e.kind.name(),
+            settled.name(),
+            why.chars().take(200).collect::<String>()
+        );
+        match settled {
+            Settled::TheirsRight => ours_wrong.push(line),
+            Settled::OursRight if reason.is_some() => {}
+            Settled::BothRight | Settled::Undefined => {}
+            _ => failures.push(line),
+        }
+    }
     print_table(&args, &table);
     println!(
-        "\n{written} disagreements written to {}",
+        "\n{} disagreements written to {} (expected outputs from the oracle)",
+        pending.len(),
         out_root.display()
     );
-    if !unknown.is_empty() {
-        println!("{} are not known findings:", unknown.len());
-        for u in unknown.iter().take(40) {
+    if !ours_wrong.is_empty() {
+        println!(
+            "{} disagreements where the oracle sides with {} (our bug):",
+            ours_wrong.len(),
+            args.against
+        );
+        for u in ours_wrong.iter().take(40) {
             println!("  {u}");
         }
-        if args.strict {
-            bail!(
-                "{} disagreements against {} are not listed in cases/differential/known.toml",
-                unknown.len(),
-                args.against
-            );
+    }
+    if !failures.is_empty() {
+        println!(
+            "{} disagreements are neither settled for us by a known finding nor undefined:",
+            failures.len()
+        );
+        for u in failures.iter().take(40) {
+            println!("  {u}");
         }
+    }
+    if !ours_wrong.is_empty() {
+        bail!(
+            "{} disagreements against {} where the oracle sides with {}: our kernels are wrong there",
+            ours_wrong.len(),
+            args.against,
+            args.against
+        );
+    }
+    if args.strict && !failures.is_empty() {
+        bail!(
+            "{} disagreements against {} are not known findings settled in our favour (cases/differential/known.toml)",
+            failures.len(),
+            args.against
+        );
     }
     Ok(())
 }
@@ -476,6 +662,7 @@ fn shrink_case(
     seed: u64,
     worker: &mut Worker,
     work: &Path,
+    plant_bug: Option<&str>,
 ) -> Result<(Case, Evaluated)> {
     let mut budget = 400;
     'outer: while budget > 0 {
@@ -484,7 +671,7 @@ fn shrink_case(
             if budget == 0 {
                 break 'outer;
             }
-            let ce = evaluate(&cand, seed, worker, work)?;
+            let ce = evaluate(&cand, seed, worker, work, plant_bug)?;
             if ce.kind == e.kind {
                 case = cand;
                 e = ce;
@@ -496,48 +683,138 @@ fn shrink_case(
     Ok((case, e))
 }
 
-fn print_table(args: &Args, table: &BTreeMap<(String, i64, String), BTreeMap<Kind, usize>>) {
+fn print_table(args: &Args, table: &BTreeMap<(String, i64, String), Row>) {
     println!(
-        "\nDifferential run against {} (seed {}, {} cases per operator)",
+        "\nDifferential run against {} (seed {}, {} cases per operator); disagreements settled by the oracle",
         args.against, args.seed, args.count
     );
-    println!(
-        "{:<14} {:>4}  {:<22} {:>5} {:>6} {:>6} {:>7} {:>7} {:>7} {:>6}",
-        "op", "ver", "feature", "cases", "agree", "both✗", "values", "theirs✗", "ours✗", "crash"
-    );
-    let mut totals: BTreeMap<Kind, usize> = BTreeMap::new();
-    for ((op, v, feature), kinds) in table {
-        let n = |k: Kind| kinds.get(&k).copied().unwrap_or(0);
-        let total: usize = kinds.values().sum();
-        for (k, c) in kinds {
-            *totals.entry(*k).or_default() += c;
+    let header = [
+        "cases",
+        "agree",
+        "both✗",
+        "values",
+        "theirs✗",
+        "ours✗",
+        "crash",
+        "ours✓",
+        "theirs✓",
+        "both✓",
+        "neither",
+        "undef",
+        "unsettled",
+    ];
+    let line = |op: &str, v: &str, feature: &str, cells: &[usize]| {
+        let mut s = format!("{op:<14} {v:>4}  {feature:<22}");
+        for (h, c) in header.iter().zip(cells) {
+            s.push_str(&format!(" {:>w$}", c, w = h.chars().count().max(5)));
         }
-        println!(
-            "{:<14} {:>4}  {:<22} {:>5} {:>6} {:>6} {:>7} {:>7} {:>7} {:>6}",
-            op,
-            v,
-            feature,
-            total,
-            n(Kind::Agree),
-            n(Kind::BothError),
-            n(Kind::Values),
-            n(Kind::TheirsError),
-            n(Kind::OursError),
-            n(Kind::Crash)
+        s
+    };
+    let mut head = format!("{:<14} {:>4}  {:<22}", "op", "ver", "feature");
+    for h in header {
+        head.push_str(&format!(" {:>w$}", h, w = h.chars().count().max(5)));
+    }
+    println!("{head}");
+    let mut total = Row::default();
+    let cells = |r: &Row| {
+        let k = |x: Kind| r.kinds.get(&x).copied().unwrap_or(0);
+        let s = |x: Settled| r.settled.get(&x).copied().unwrap_or(0);
+        vec![
+            r.kinds.values().sum(),
+            k(Kind::Agree),
+            k(Kind::BothError),
+            k(Kind::Values),
+            k(Kind::TheirsError),
+            k(Kind::OursError),
+            k(Kind::Crash),
+            s(Settled::OursRight),
+            s(Settled::TheirsRight),
+            s(Settled::BothRight),
+            s(Settled::Neither),
+            s(Settled::Undefined),
+            s(Settled::Unsettled),
+        ]
+    };
+    for ((op, v, feature), row) in table {
+        for (k, c) in &row.kinds {
+            *total.kinds.entry(*k).or_default() += c;
+        }
+        for (k, c) in &row.settled {
+            *total.settled.entry(*k).or_default() += c;
+        }
+        println!("{}", line(op, &v.to_string(), feature, &cells(row)));
+    }
+    println!("{}", line("total", "", "", &cells(&total)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conv(auto_pad: &'static str, strides: Vec<usize>) -> Case {
+        Case::Conv(gen::ConvCase {
+            version: 11,
+            dtype: onnx_conformance::DataType::Float,
+            batch: 1,
+            in_per_group: 1,
+            out_per_group: 1,
+            group: 1,
+            spatial: vec![4],
+            kernel: vec![1],
+            strides,
+            dilations: vec![1],
+            pads: None,
+            auto_pad,
+            bias: false,
+        })
+    }
+
+    fn values_disagreement() -> Evaluated {
+        Evaluated {
+            kind: Kind::Values,
+            ours: Ok(Vec::new()),
+            theirs: Theirs::Ok(Vec::new()),
+            detail: "values differ".into(),
+        }
+    }
+
+    const ORT_SAME: &str = "[[finding]]\nruntime = \"onnxruntime\"\nop = \"Conv\"\nkind = \"values\"\nwhen = [\"auto_pad:SAME_UPPER|SAME_LOWER\", \"same_pad_negative\"]\nreason = \"r\"\n";
+
+    #[test]
+    fn findings_match_by_predicates_and_only_when_ours_is_right() {
+        let known: Known = toml::from_str(ORT_SAME).unwrap();
+        let e = values_disagreement();
+        let same = conv("SAME_UPPER", vec![4]);
+        let notset = conv("NOTSET", vec![4]);
+        let find = |c: &Case, s| known_finding(&known.finding, "onnxruntime", c, &e, s).is_some();
+        assert!(same.tags().contains(&"same_pad_negative".to_string()));
+        assert!(find(&same, Settled::OursRight));
+        // The old tag (stride > kernel) is set for NOTSET too: the
+        // predicates are not.
+        assert!(notset.tags().contains(&"stride_gt_kernel".to_string()));
+        assert!(!find(&notset, Settled::OursRight));
+        // Never an excuse for our own error.
+        assert!(!find(&same, Settled::TheirsRight));
+        assert!(!find(&same, Settled::Neither));
+        assert!(!find(&same, Settled::Unsettled));
+        assert!(!find(&same, Settled::Undefined));
+        // SAME with a stride that leaves no negative padding: not the bug.
+        assert!(!find(&conv("SAME_UPPER", vec![1]), Settled::OursRight));
+        assert!(toml::from_str::<Known>("[[finding]]\nruntime = \"x\"\nop = \"Conv\"\nkind = \"values\"\ntags = []\nreason = \"r\"\n").is_err());
+    }
+
+    #[test]
+    fn the_planted_bug_hits_notset_with_stride_above_kernel_only() {
+        let bug = Some("conv-notset-stride-gt-kernel");
+        assert!(planted_here(bug, &conv("NOTSET", vec![4])));
+        assert!(!planted_here(bug, &conv("NOTSET", vec![1])));
+        assert!(!planted_here(bug, &conv("SAME_UPPER", vec![4])));
+        assert!(!planted_here(None, &conv("NOTSET", vec![4])));
+        let mut out = vec![Tensor::from_vec(&[2], vec![2.0f32, 3.0])];
+        plant(&mut out);
+        assert_eq!(
+            out[0].array::<f32>().unwrap().as_slice().unwrap(),
+            &[2.52, 3.0]
         );
     }
-    let n = |k: Kind| totals.get(&k).copied().unwrap_or(0);
-    println!(
-        "{:<14} {:>4}  {:<22} {:>5} {:>6} {:>6} {:>7} {:>7} {:>7} {:>6}",
-        "total",
-        "",
-        "",
-        totals.values().sum::<usize>(),
-        n(Kind::Agree),
-        n(Kind::BothError),
-        n(Kind::Values),
-        n(Kind::TheirsError),
-        n(Kind::OursError),
-        n(Kind::Crash)
-    );
 }
