@@ -593,4 +593,110 @@ mod tests {
         assert_eq!(m.mismatches, 1);
         assert!(m.first[0].2.contains("0x0f"), "{:?}", m.first);
     }
+
+    #[test]
+    fn policy_names_used_in_reports() {
+        assert_eq!(Policy::BitExact.name(), "bit-exact");
+        assert_eq!(bound(&[]).name(), "error bound");
+        assert_eq!(ONNX_RUNNER.name(), "tolerance");
+    }
+
+    #[test]
+    fn counts_and_the_elided_tail_of_a_report() {
+        let e = f32s(&[0.0; 8]);
+        let a = f32s(&[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]);
+        let m = compare(&e, &a, &Policy::BitExact).unwrap();
+        assert_eq!((m.total, m.mismatches, m.first.len()), (8, 7, SHOWN));
+        let text = describe(&m, &[8], &Policy::BitExact);
+        assert!(text.starts_with("7 of 8 values differ (87.500%)"), "{text}");
+        assert!(text.ends_with("\n    ... and 2 more"), "{text}");
+        // Every mismatch shown: no tail line.
+        let a = f32s(&[0.0, 1.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        let m = compare(&e, &a, &Policy::BitExact).unwrap();
+        assert_eq!((m.mismatches, m.first.len()), (2, 2));
+        assert!(!describe(&m, &[8], &Policy::BitExact).contains("more"));
+    }
+
+    #[test]
+    fn relative_error_tracks_finite_pairs() {
+        // 1 off at 2 is 0.5 relative; the equal zeros add nothing.
+        let m = compare(&f32s(&[2.0, 0.0]), &f32s(&[3.0, 0.0]), &Policy::BitExact).unwrap();
+        assert_eq!((m.max_abs, m.max_rel), (1.0, 0.5));
+        let e = Tensor::from_vec(&[2], vec![4i64, 0]);
+        let a = Tensor::from_vec(&[2], vec![5i64, 0]);
+        let m = compare(&e, &a, &Policy::BitExact).unwrap();
+        assert_eq!((m.max_abs, m.max_rel), (1.0, 0.25));
+        // Anything but zero where zero belongs is infinitely far, relatively.
+        let a = Tensor::from_vec(&[2], vec![4i64, 3]);
+        let m = compare(&e, &a, &Policy::BitExact).unwrap();
+        assert_eq!((m.max_abs, m.max_rel), (3.0, f64::INFINITY));
+    }
+
+    #[test]
+    fn nan_or_infinity_where_a_number_belongs_is_infinitely_far() {
+        let m = compare(&f32s(&[1.0]), &f32s(&[f32::NAN]), &Policy::BitExact).unwrap();
+        assert_eq!(
+            (m.mismatches, m.max_abs, m.max_rel),
+            (1, f64::INFINITY, f64::INFINITY)
+        );
+        let m = compare(&f32s(&[1.0]), &f32s(&[f32::NAN]), &bound(&[1.0])).unwrap();
+        assert_eq!(m.mismatches, 1);
+        assert_eq!(m.max_bound_units, Some(f64::INFINITY));
+        // Equal infinities, and NaNs that differ only in payload, are no
+        // distance apart (bit-exact still counts the payload).
+        let inf = f32s(&[f32::INFINITY, f32::NEG_INFINITY]);
+        let m = compare(&inf, &inf, &Policy::BitExact).unwrap();
+        assert_eq!((m.mismatches, m.max_abs, m.max_rel), (0, 0.0, 0.0));
+        let payload = f32s(&[f32::from_bits(0x7fc0_0001)]);
+        let m = compare(&f32s(&[f32::NAN]), &payload, &Policy::BitExact).unwrap();
+        assert_eq!((m.mismatches, m.max_abs), (1, 0.0));
+        // rtol * inf must not admit a finite value for an infinity.
+        let m = compare(&f32s(&[f32::INFINITY]), &f32s(&[1.0]), &ONNX_RUNNER).unwrap();
+        assert_eq!(m.mismatches, 1);
+        let one = Tensor::from_vec(&[1], vec![Complex::new(1.0f32, 0.0)]);
+        let nan = Tensor::from_vec(&[1], vec![Complex::new(f32::NAN, 0.0)]);
+        let m = compare(&one, &nan, &Policy::BitExact).unwrap();
+        assert_eq!((m.mismatches, m.max_abs), (1, f64::INFINITY));
+    }
+
+    #[test]
+    fn bound_units_exist_even_without_a_finite_element() {
+        let nan = f32s(&[f32::NAN]);
+        let m = compare(&nan, &nan, &bound(&[0.0])).unwrap();
+        assert_eq!((m.mismatches, m.max_bound_units), (0, Some(0.0)));
+        assert_eq!(
+            compare(&nan, &nan, &ONNX_RUNNER).unwrap().max_bound_units,
+            None
+        );
+    }
+
+    #[test]
+    fn complex_needs_both_parts_within_the_policy() {
+        let e = Tensor::from_vec(&[1], vec![Complex::new(1.0f64, 1.0)]);
+        let a = Tensor::from_vec(&[1], vec![Complex::new(1.0f64, 1.5)]);
+        assert_eq!(compare(&e, &e, &ONNX_RUNNER).unwrap().mismatches, 0);
+        assert_eq!(compare(&e, &a, &ONNX_RUNNER).unwrap().mismatches, 1);
+        let m = compare(&e, &a, &bound(&[1.0])).unwrap();
+        assert_eq!((m.mismatches, m.max_bound_units), (0, Some(0.5)));
+    }
+
+    #[test]
+    fn unravel_is_row_major() {
+        assert_eq!(unravel(5, &[2, 3]), vec![1, 2]);
+        assert_eq!(unravel(4, &[3, 1, 2]), vec![2, 0, 0]);
+        // A zero-length axis has no index to take a remainder by.
+        assert_eq!(unravel(0, &[0, 3]), vec![0, 0]);
+    }
+
+    #[test]
+    fn lines_give_index_value_and_float_bits() {
+        assert_eq!(
+            lines(&f32s(&[-0.0, 1.0])),
+            "[0] -0.0 0x80000000\n[1] 1.0 0x3f800000\n"
+        );
+        let t = Tensor::from_vec(&[1], vec![f16::from_bits(0x7e01)]);
+        assert_eq!(lines(&t), "[0] NaN 0x7e01\n");
+        let t = Tensor::from_vec(&[2, 1], vec![7i64, -1]);
+        assert_eq!(lines(&t), "[0, 0] 7\n[1, 0] -1\n");
+    }
 }

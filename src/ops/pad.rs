@@ -564,6 +564,7 @@ pub fn allowed_text(version: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{AttrValue, Node};
 
     fn pad_f32(shape: &[usize], data: Vec<f32>, pads: &[i64], mode: Mode, value: f32) -> Tensor {
         let t = Tensor::from_vec(shape, data);
@@ -842,5 +843,72 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn pad_before_11_takes_one_input() {
+        // Until Pad-11 the pads are an attribute: a second input is an error.
+        let node = Node::new(
+            "",
+            "Pad",
+            &["x", "p"],
+            &["y"],
+            vec![("pads", AttrValue::Ints(vec![0, 0]))],
+        );
+        let ctx = KernelCtx {
+            node: &node,
+            version: 2,
+            limits: Limits::default(),
+        };
+        let x = Tensor::from_vec(&[1], vec![1f32]);
+        let p = Tensor::from_vec(&[2], vec![0i64, 0]);
+        let e = run(&ctx, &[Some(&x), Some(&p)]).unwrap_err();
+        assert!(e.to_string().contains("takes one input"), "{e}");
+        assert_eq!(run(&ctx, &[Some(&x)]).unwrap()[0].shape(), &[1]);
+    }
+
+    #[test]
+    fn a_long_string_pad_value_counts_against_the_limit() {
+        // 100 elements, 99 of them copies of a 1000-byte pad value: about
+        // 100 kB, over a 64 kB limit, though the data's strings are short.
+        let t = Tensor::from_vec(&[1], vec!["a".to_string()]);
+        let value = FillValue::Tensor(Tensor::from_vec(&[1], vec!["x".repeat(1000)]));
+        let spec = pads_for_all_axes(&[0, 99], None, 1, "pads").unwrap();
+        let e = pad_tensor(&t, &spec, Mode::Constant, &value, 64 << 10).unwrap_err();
+        assert!(e.to_string().contains("max_output_bytes"), "{e}");
+        assert!(pad_tensor(&t, &spec, Mode::Constant, &value, 1 << 20).is_ok());
+    }
+
+    #[test]
+    fn an_empty_output_needs_no_source_whichever_axis_empties_it() {
+        // Axis 0 is empty and edge-padded; axis 1 (length 2) is cropped to
+        // nothing by pads (-1, -1). The output [1, 0] holds no element, so
+        // there is nothing to copy and no error.
+        let t = Tensor::from_vec(&[0, 2], Vec::<f32>::new());
+        let spec = pads_for_all_axes(&[1, -1, 0, -1], None, 2, "pads").unwrap();
+        let y = pad_tensor(&t, &spec, Mode::Edge, &FillValue::Default, 1 << 30).unwrap();
+        assert_eq!(y.shape(), &[1, 0]);
+    }
+
+    #[test]
+    fn isize_max_elements_are_addressable_and_then_too_many_bytes() {
+        // ndarray addresses up to isize::MAX elements, so an output of
+        // exactly that many is refused by the byte limit, with its size.
+        let t = Tensor::from_vec(&[1], vec![0f32]);
+        let spec = pads_for_all_axes(&[isize::MAX as i64 - 1, 0], None, 1, "pads").unwrap();
+        let e = pad_tensor(&t, &spec, Mode::Constant, &FillValue::Default, 1 << 30).unwrap_err();
+        match &e {
+            KernelError::Limit(l) => assert_eq!(l.needed, 4 * isize::MAX as u128, "{e}"),
+            other => panic!("expected a limit error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn allowed_text_lists_the_versions_type_constraint() {
+        // Pad-1/2's T: float16, float, double.
+        assert_eq!(
+            allowed_text(2),
+            "tensor(float16), tensor(float), tensor(double)"
+        );
     }
 }
