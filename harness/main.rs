@@ -14,6 +14,7 @@
 mod discover;
 mod expectations;
 mod invalid;
+mod reading;
 mod record;
 mod run_case;
 mod variants;
@@ -132,6 +133,7 @@ fn trials(recorder: &Recorder) -> Result<Vec<Trial>> {
             } else {
                 format!("{}#{ds}", case.id())
             };
+            let name = reading::label(name, meta.later_reading.as_deref());
             names.push(name.clone());
             let (c, case2, meta2) = (ctx.clone(), case.clone(), meta.clone().named(&name, false));
             trials.push(trial(&ctx, name, meta2, move || {
@@ -207,11 +209,16 @@ fn version_trials(
         format!("{}#{ds}", case.id())
     };
     for &to in versions.iter().filter(|&&v| v != from) {
-        let name = format!("{base}@{}-{to}", meta.op);
+        let rewritten = variants::at_version(&prepared, from, to);
+        let later = rewritten.as_ref().ok().and_then(|p| {
+            variants::single_node(&p.model).and_then(|(n, v)| reading::later_reading(n, v))
+        });
+        let name = reading::label(format!("{base}@{}-{to}", meta.op), later.as_deref());
         names.push(name.clone());
         let mut m = meta.clone().named(&name, true);
         m.version = to;
-        match variants::at_version(&prepared, from, to) {
+        m.later_reading = later;
+        match rewritten {
             Ok(p) => {
                 let c = ctx.clone();
                 let label = format!(

@@ -42,6 +42,7 @@ impl MetaExt for Meta {
             version: 0,
             dtype: "?".into(),
             variant: false,
+            later_reading: None,
         };
         let Ok(model) = onnx_conformance::proto::load_model_file(
             &case.dir.join("model.onnx"),
@@ -52,6 +53,7 @@ impl MetaExt for Meta {
         if let Some((node, version)) = crate::variants::single_node(&model) {
             m.op = node.op_type.clone();
             m.version = version;
+            m.later_reading = crate::reading::later_reading(node, version);
         } else {
             m.op = "graph".into();
             m.version = model.opset("").unwrap_or(0);

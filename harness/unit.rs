@@ -8,6 +8,8 @@ mod discover;
 mod expectations;
 #[path = "invalid.rs"]
 mod invalid;
+#[path = "reading.rs"]
+mod reading;
 #[path = "record.rs"]
 mod record;
 #[path = "run_case.rs"]
@@ -176,9 +178,23 @@ fn a_wrong_expected_output_fails_with_a_report_and_artifacts() {
         .is_file());
 }
 
+fn oracle(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("cases/oracle")
+        .join(name)
+}
+
 fn prepared(name: &str) -> run_case::Prepared {
-    let root = scratch(&format!("variant-{name}"));
-    copy_case(&official(name), &root.join("node").join(name));
+    prepared_from(&official(name))
+}
+
+fn prepared_from(dir: &Path) -> run_case::Prepared {
+    // Tests run in parallel and may prepare the same case: one folder each.
+    static COPIES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = dir.file_name().unwrap().to_string_lossy().to_string();
+    let root = scratch(&format!("variant-{name}-{n}"));
+    copy_case(dir, &root.join("node").join(&name));
     let case = discover::discover(std::slice::from_ref(&root))
         .unwrap()
         .remove(0);
@@ -214,12 +230,114 @@ fn inexpressible_versions_cite_the_change() {
         variants::at_version(&w, 25, 18).unwrap_err(),
         "Pad-18 has no mode 'wrap' (added in Pad-19)"
     );
-    let a = prepared("test_constant_pad_axes");
-    assert_eq!(
-        variants::at_version(&a, 25, 13).unwrap_err(),
-        "Pad-13 has no input 'axes' (added in Pad-18)"
+}
+
+/// Pad-18's `axes` become full-rank pads before Pad-18. Each rewritten
+/// model runs through ours and is judged by the case file's own expected
+/// output (onnx's generator or the numpy oracle), not by the expansion.
+#[test]
+fn pad_axes_expand_to_full_rank_pads_at_older_versions() {
+    let cases = [
+        (official("test_constant_pad_axes"), &[1, 2, 11, 13, 18][..]),
+        (
+            official("test_constant_pad_negative_axes"),
+            &[1, 2, 11, 13][..],
+        ),
+        // int32 data: Pad-1/2 allow floats only.
+        (
+            oracle("test_pad18_int32_reflect_axes_no_value"),
+            &[11, 13][..],
+        ),
+    ];
+    for (dir, versions) in cases {
+        let p = prepared_from(&dir);
+        let (_, from) = variants::single_node(&p.model).unwrap();
+        for &to in versions {
+            let what = format!("{} at Pad-{to}", dir.display());
+            let v = variants::at_version(&p, from, to).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let node = &v.model.graph.nodes[0];
+            assert_eq!(
+                node.inputs.len() == 4,
+                to >= 18,
+                "{what}: {:?}",
+                node.inputs
+            );
+            let out = onnx_conformance::graph::run(&v.model, &v.inputs, Default::default())
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(out[0], p.outputs[0].1, "{what}");
+        }
+    }
+}
+
+#[test]
+fn repeated_or_out_of_range_axes_stay_inexpressible() {
+    let mut a = prepared("test_constant_pad_axes");
+    // -3 is axis 1 of the rank-4 data, named twice.
+    a.inputs[3] = onnx_conformance::Tensor::from_vec(&[2], vec![1i64, -3]);
+    let e = variants::at_version(&a, 25, 13).unwrap_err();
+    assert!(
+        e.starts_with("Pad-13 has no input 'axes' (added in Pad-18)")
+            && e.contains("name axis 1 twice")
+            && e.contains("Behavior is undefined"),
+        "{e}"
     );
     assert!(variants::at_version(&a, 25, 18).is_ok());
+    for bad in [4i64, -5] {
+        let e = variants::full_rank_pads(&[1, 2], &[bad], 4, 2).unwrap_err();
+        assert!(
+            e.contains(&format!("axis {bad} is out of range for rank 4")),
+            "{e}"
+        );
+    }
+    let e = variants::full_rank_pads(&[1, 2, 3], &[0], 4, 11).unwrap_err();
+    assert!(e.contains("3 pads for 1 axes"), "{e}");
+}
+
+fn later_reading_of(dir: &Path) -> Option<String> {
+    let model =
+        onnx_conformance::proto::load_model_file(&dir.join("model.onnx"), Limits::default())
+            .unwrap();
+    let (node, version) = variants::single_node(&model).unwrap();
+    reading::later_reading(node, version)
+}
+
+/// Conv-1 SAME_* with a stride above 1 and Pad-1 with negative paddings are
+/// judged by Conv-11's and Pad-2's texts: labelled, whether the case is
+/// written at the old version or rewritten to it.
+#[test]
+fn later_readings_are_labelled() {
+    for name in [
+        "test_conv1_float_same_upper",
+        "test_conv1_double_same_lower_1d",
+    ] {
+        let r = later_reading_of(&oracle(name)).unwrap_or_else(|| panic!("{name}"));
+        assert!(r.contains("ceil(input_shape[i] / strides[i])"), "{r}");
+    }
+    let r = later_reading_of(&oracle("test_pad1_float_edge_negative")).unwrap();
+    assert!(r.contains("add or remove (if negative)"), "{r}");
+    for name in [
+        "test_conv1_float_basic",
+        "test_conv1_float_valid",
+        "test_conv11_float_same_upper",
+        "test_pad1_float_edge_basic",
+        "test_pad2_float_edge_negative",
+    ] {
+        assert_eq!(later_reading_of(&oracle(name)), None, "{name}");
+    }
+
+    let variant_reading = |name: &str, to: i64| {
+        let p = prepared_from(&oracle(name));
+        let (_, from) = variants::single_node(&p.model).unwrap();
+        let v = variants::at_version(&p, from, to).unwrap();
+        let (node, version) = variants::single_node(&v.model).unwrap();
+        reading::later_reading(node, version)
+    };
+    assert!(variant_reading("test_conv11_float_same_lower", 1).is_some());
+    assert!(variant_reading("test_conv11_float_same_lower", 22).is_none());
+    assert!(variant_reading("test_pad11_float_reflect_negative", 1).is_some());
+    assert!(variant_reading("test_pad11_float_reflect_negative", 2).is_none());
+    assert!(variant_reading("test_pad11_float_reflect_negative", 1)
+        .is_some_and(|r| reading::label("x@Pad-1".into(), Some(&r)) == "x@Pad-1~later-reading"));
 }
 
 /// Found by running fuzzed folders with ONNX_CASES: a data set with fewer

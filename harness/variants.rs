@@ -3,7 +3,8 @@
 //! expected outputs stay those of the original case.
 //!
 //! When it cannot be expressed, the reason cites the schema change, e.g.
-//! "Pad-13 has no input 'axes' (added in Pad-18)".
+//! "Pad-18 has no mode 'wrap' (added in Pad-19)". Pad-18's `axes` input is
+//! expressed at older versions by full-rank pads.
 
 use crate::run_case::Prepared;
 use onnx_conformance::model::{AttrValue, Attribute, Model, Node};
@@ -145,9 +146,6 @@ fn rewrite_pad(
         return Err(format!("Pad-{to} has no mode 'wrap' (added in Pad-19)"));
     }
     let input = |i: usize| node.inputs.get(i).filter(|s| !s.is_empty());
-    if from >= 18 && input(3).is_some() && to < 18 {
-        return Err(format!("Pad-{to} has no input 'axes' (added in Pad-18)"));
-    }
     // The pads and pad value, whichever form the source uses.
     let (pads, value): (Vec<i64>, Option<Tensor>) = if from < 11 {
         let attr = if from == 1 { "paddings" } else { "pads" };
@@ -168,6 +166,20 @@ fn rewrite_pad(
             .and_then(|t| t.to_i64_vec())
             .ok_or("the pads input has no value in the data set")?;
         (pads, input(2).and_then(|n| value_of(n)))
+    };
+    let axes = match input(3) {
+        Some(name) if from >= 18 => Some(value_of(name).ok_or("the axes input has no value")?),
+        _ => None,
+    };
+    // Before Pad-18 every axis has its pads; the data set tells which axes
+    // `axes` names, so the same computation has zeros for the others.
+    let (pads, axes) = match axes {
+        Some(axes) if to < 18 => {
+            let rank = value_of(&node.inputs[0]).ok_or("no data")?.rank();
+            let list = axes.to_i64_vec().ok_or("the axes input is not integral")?;
+            (full_rank_pads(&pads, &list, rank, to)?, None)
+        }
+        other => (pads, other),
     };
     let mut attrs = vec![Attribute {
         name: "mode".into(),
@@ -206,21 +218,60 @@ fn rewrite_pad(
             model.graph.initializers.push((value_name.clone(), v));
             inputs.push(value_name);
         }
-        if from >= 18 {
-            if let Some(axes) = input(3) {
-                let t = value_of(axes).ok_or("the axes input has no value")?;
-                let axes_name = format!("{base}__axes");
-                model.graph.initializers.push((axes_name.clone(), t));
-                if inputs.len() == 2 {
-                    inputs.push(String::new());
-                }
-                inputs.push(axes_name);
+        if let Some(t) = axes {
+            let axes_name = format!("{base}__axes");
+            model.graph.initializers.push((axes_name.clone(), t));
+            if inputs.len() == 2 {
+                inputs.push(String::new());
             }
+            inputs.push(axes_name);
         }
         new_node.inputs = inputs;
     }
     new_node.attributes = attrs;
     Ok(())
+}
+
+/// Pads for every axis of a rank-`rank` input (`[x1_begin, ..., x1_end, ...]`)
+/// doing what `pads` over `axes` does at Pad-18: each listed axis (negative
+/// counts from the back) gets its begin and end pads, the others zeros.
+///
+/// Written here rather than borrowed from the Pad kernel, so that a kernel
+/// bug in reading `axes` cannot also shape the variants that check it.
+pub fn full_rank_pads(
+    pads: &[i64],
+    axes: &[i64],
+    rank: usize,
+    to: i64,
+) -> Result<Vec<i64>, String> {
+    let cannot = |why: String| {
+        format!("Pad-{to} has no input 'axes' (added in Pad-18) and full-rank pads cannot express these: {why}")
+    };
+    if pads.len() != 2 * axes.len() {
+        return Err(cannot(format!(
+            "{} pads for {} axes",
+            pads.len(),
+            axes.len()
+        )));
+    }
+    let signed_rank = i64::try_from(rank).map_err(|_| cannot(format!("rank {rank}")))?;
+    let mut full = vec![0i64; 2 * rank];
+    let mut seen = vec![false; rank];
+    for (i, &a) in axes.iter().enumerate() {
+        let axis = if a < 0 { a + signed_rank } else { a };
+        if !(0..signed_rank).contains(&axis) {
+            return Err(cannot(format!("axis {a} is out of range for rank {rank}")));
+        }
+        let axis = axis as usize;
+        if std::mem::replace(&mut seen[axis], true) {
+            return Err(cannot(format!(
+                "axes {axes:?} name axis {axis} twice (Pad-18: \"Behavior is undefined if an axis is repeated\")"
+            )));
+        }
+        full[axis] = pads[i];
+        full[rank + axis] = pads[axes.len() + i];
+    }
+    Ok(full)
 }
 
 /// A scalar of a float type holding `f`.

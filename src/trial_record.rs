@@ -48,6 +48,11 @@ pub struct TrialMeta {
     pub dtype: String,
     /// True for `@<Op>-<version>` trials.
     pub variant: bool,
+    /// Set when the trial holds an older operator text to a later version's
+    /// reading of it (its name then ends in `~later-reading`): why. Records
+    /// written before the field existed read as `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub later_reading: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

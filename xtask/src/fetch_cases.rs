@@ -48,8 +48,16 @@ const KINDS: &[&str] = &["node", "pytorch-converted", "pytorch-operator"];
 
 /// Cases whose expected outputs come from numpy or onnx's reference
 /// implementation (`gen_oracle_cases.py`), the invalid-input suite
-/// (`gen_invalid_cases.py`) and the schemas; only the PyPI source writes them.
-const ORACLE: &[&str] = &["oracle", "seed", "schemas", "invalid"];
+/// (`gen_invalid_cases.py`), the schemas and the kept differential findings
+/// (`gen_findings.py`); only the PyPI source writes them.
+const ORACLE: &[&str] = &["oracle", "seed", "schemas", "invalid", "differential"];
+
+/// Files inside generated folders that people write: kept across
+/// regeneration, named in MANIFEST.toml, but without a sha256. They are
+/// notes and matching rules, not outputs of a pinned generator, so there is
+/// nothing to reproduce; a digest would only make every edit of a finding
+/// wait for a full regeneration.
+pub const HAND_WRITTEN: &[&str] = &["differential/FINDINGS.md", "differential/known.toml"];
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -157,7 +165,13 @@ fn generate_and_apply(args: &Args, out: &Path, target: &Path, tmp: &Path) -> Res
             copy_tree(&out.join(kind), &tmp.join(kind))?;
         }
     }
-    let files = hash_tree(tmp, &all_kinds())?;
+    for file in HAND_WRITTEN {
+        let (from, to) = (out.join(file), tmp.join(file));
+        if from.is_file() && !to.exists() {
+            std::fs::copy(&from, &to).with_context(|| format!("keeping {}", from.display()))?;
+        }
+    }
+    let files = hash_generated(tmp)?;
     std::fs::write(
         tmp.join("MANIFEST.toml"),
         manifest(&source, args, &filters, &files),
@@ -242,6 +256,16 @@ fn generate_from_pypi(filters: &Filters, seed: u64, target: &Path, tmp: &Path) -
     )
     .context("writing operator schemas from onnx.defs")?;
     std::fs::remove_file(&schema_script)?;
+    let findings_script = tmp.join("gen_findings.py");
+    std::fs::write(&findings_script, include_str!("gen_findings.py"))?;
+    python::output(
+        Command::new(&env.python)
+            .arg(&findings_script)
+            .arg(gen.join("differential"))
+            .env("PYTHONHASHSEED", "0"),
+    )
+    .context("writing the kept differential findings")?;
+    std::fs::remove_file(&findings_script)?;
     for kind in all_kinds() {
         if gen.join(kind).exists() {
             std::fs::rename(gen.join(kind), tmp.join(kind))?;
@@ -444,6 +468,13 @@ pub fn hash_tree(root: &Path, kinds: &[&str]) -> Result<BTreeMap<String, String>
     Ok(out)
 }
 
+/// `hash_tree` of every kind, without the hand-written files.
+fn hash_generated(root: &Path) -> Result<BTreeMap<String, String>> {
+    let mut files = hash_tree(root, &all_kinds())?;
+    files.retain(|path, _| !HAND_WRITTEN.contains(&path.as_str()));
+    Ok(files)
+}
+
 fn toml_list(items: &[String]) -> String {
     let quoted: Vec<String> = items.iter().map(|s| format!("{s:?}")).collect();
     format!("[{}]", quoted.join(", "))
@@ -469,6 +500,9 @@ fn manifest(
     }
     s += &format!("node_filters = {}\n", toml_list(&filters.node));
     s += &format!("pytorch_filters = {}\n", toml_list(&filters.pytorch));
+    s += "# Written by hand, kept across regeneration, no digest (see HAND_WRITTEN in xtask/src/fetch_cases.rs).\n";
+    let hand: Vec<String> = HAND_WRITTEN.iter().map(|s| s.to_string()).collect();
+    s += &format!("hand_written = {}\n", toml_list(&hand));
     s += "\n[sha256]\n";
     for (path, digest) in files {
         s += &format!("{path:?} = \"{digest}\"\n");
@@ -477,8 +511,8 @@ fn manifest(
 }
 
 fn check(tmp: &Path, out: &Path, args: &Args) -> Result<()> {
-    let fresh = hash_tree(tmp, &all_kinds())?;
-    let committed = hash_tree(out, &all_kinds())?;
+    let fresh = hash_generated(tmp)?;
+    let committed = hash_generated(out)?;
     let mut problems = Vec::new();
     for (path, digest) in &fresh {
         match committed.get(path) {
@@ -604,6 +638,65 @@ mod tests {
             err.to_string().contains("holds no onnx/backend/test/data"),
             "{err}"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `--check` covers the generated findings (a changed output, a file no
+    /// generator writes) and leaves the hand-written notes to their authors.
+    #[test]
+    fn check_covers_differential_cases_but_not_hand_written_files() {
+        let dir = tmpdir("check-differential");
+        let (fresh, committed) = (dir.join("fresh"), dir.join("committed"));
+        let put = |root: &Path, rel: &str, data: &[u8]| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, data).unwrap();
+        };
+        for root in [&fresh, &committed] {
+            put(root, "differential/case/model.onnx", b"model");
+            put(root, "differential/FINDINGS.md", b"notes");
+        }
+        put(
+            &fresh,
+            "differential/case/test_data_set_0/output_0.pb",
+            b"oracle",
+        );
+        put(
+            &committed,
+            "differential/case/test_data_set_0/output_0.pb",
+            b"ours",
+        );
+        put(&committed, "differential/stray/model.onnx", b"kept by hand");
+        put(&committed, "differential/known.toml", b"edited since");
+        let args = Args {
+            archive: None,
+            dir: None,
+            filters: Vec::new(),
+            check: true,
+            seed: DEFAULT_SEED,
+            out: None,
+        };
+        let files = hash_generated(&fresh).unwrap();
+        assert!(
+            files.keys().all(|f| !f.ends_with("FINDINGS.md")),
+            "{files:?}"
+        );
+        let text = manifest("pypi", &args, &Filters::new(&[]), &files);
+        assert!(text.contains(
+            "hand_written = [\"differential/FINDINGS.md\", \"differential/known.toml\"]"
+        ));
+        std::fs::write(fresh.join("MANIFEST.toml"), &text).unwrap();
+        std::fs::write(committed.join("MANIFEST.toml"), &text).unwrap();
+        let e = check(&fresh, &committed, &args).unwrap_err().to_string();
+        assert!(
+            e.contains("differs: cases/differential/case/test_data_set_0/output_0.pb"),
+            "{e}"
+        );
+        assert!(
+            e.contains("not generated: cases/differential/stray/model.onnx"),
+            "{e}"
+        );
+        assert!(e.contains("(2 problems)"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -4,10 +4,8 @@
 # which a runtime disagrees with the spec; cases/differential/FINDINGS.md
 # says which runtime, what it does and what the spec text says.
 #
-# Regenerate: target/xtask/cases-venv/bin/python xtask/src/gen_findings.py cases/differential
-# (conv_float16_accumulation is not written here: it is the shrunk case
-# `cargo xtask diff --against tract --seed 7` produced, kept as found; its
-# expected output equals numpy's float64 result rounded once to float16.)
+# `cargo xtask fetch-cases` runs it (and `--check` compares its output with
+# what is committed); FINDINGS.md and known.toml are written by hand.
 import os
 import shutil
 import sys
@@ -41,6 +39,38 @@ def write(root, name, node, inputs, y, opset, inits=()):
     with open(os.path.join(d, "test_data_set_0", "output_0.pb"), "wb") as f:
         f.write(numpy_helper.from_array(y, "y").SerializeToString())
     return model
+
+
+def conv1d_float64(x, w):
+    """Conv with no padding, stride or dilation, group 1, as plain loops over
+    float64 products: exact for float16 inputs up to the final sum's rounding."""
+    n, c, length = x.shape
+    m, c_w, k = w.shape
+    assert c == c_w
+    y = np.zeros((n, m, length - k + 1), dtype=np.float64)
+    for b in range(n):
+        for o in range(m):
+            for i in range(length - k + 1):
+                y[b, o, i] = sum(float(x[b, ch, i + j]) * float(w[o, ch, j]) for ch in range(c) for j in range(k))
+    return y
+
+
+def reference_float64(node, x, w):
+    """onnx's ReferenceEvaluator on the same node with float64 inputs."""
+    graph = helper.make_graph(
+        [node],
+        "float64",
+        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, list(x.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)],
+        initializer=[numpy_helper.from_array(w.astype(np.float64), "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_operatorsetid("", 11)])
+    (y,) = ReferenceEvaluator(model).run(None, {"x": x.astype(np.float64)})
+    return y
+
+
+def float16_from_bits(bits, shape):
+    return np.array(bits, dtype=np.uint16).view(np.float16).reshape(shape)
 
 
 def main():
@@ -115,6 +145,21 @@ def main():
     x = np.array([7], dtype=np.int32)
     write(root, "pad_constant_crop_length_1", helper.make_node("Pad", ["x", "pads"], ["y"], mode="constant"),
           [("x", x)], x[1:], 18, inits=[("pads", np.array([-1, 0], dtype=np.int64))])
+
+    # float16 Conv whose sums cancel: accumulating in float16 ends several
+    # ulps away from the exact sum rounded once (output [0, 1, 0]: 8 ulps).
+    # The inputs are those `cargo xtask diff --against tract --seed 7` shrank
+    # to, kept as float16 bit patterns; the expected output is the float64
+    # sum of products (exact here: 11-bit significands, 4 terms) rounded once
+    # to float16, and onnx's ReferenceEvaluator in float64 must agree.
+    x = float16_from_bits([47800, 49156, 15507, 16237, 14852, 10527,
+                           49392, 13369, 13763, 49375, 47792, 16912], (1, 2, 6))
+    w = float16_from_bits([17078, 16953, 44384, 16269, 10920, 16497, 48513, 16712], (2, 2, 2))
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="conv", strides=[1], dilations=[1], pads=[0, 0])
+    exact = conv1d_float64(x, w)
+    if not np.array_equal(exact, reference_float64(node, x, w)):
+        raise SystemExit("conv_float16_accumulation: the float64 loops and onnx's ReferenceEvaluator disagree")
+    write(root, "conv_float16_accumulation", node, [("x", x)], exact.astype(np.float16), 11, inits=[("w", w)])
 
     # CenterCropPad with an int32 target shape (Tind allows int32).
     x = np.arange(10, dtype=np.float32).reshape(2, 5)

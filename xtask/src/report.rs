@@ -70,6 +70,7 @@ pub fn run(args: Args) -> Result<()> {
         eprintln!("xtask: wrote {}", j.display());
     }
     println!("{}", summary_line(&report));
+    println!("{}", later_reading_line(&report));
     eprintln!(
         "xtask: wrote {} and {}",
         out.join("report.md").display(),
@@ -148,7 +149,49 @@ fn build(t: &Trials) -> serde_json::Value {
             )
         })
         .collect();
-    json!({ "backend": t.backend, "counts": counts(&all), "operators": operators, "failures": failures, "trials": trials })
+    json!({ "backend": t.backend, "counts": counts(&all), "operators": operators, "failures": failures, "trials": trials,
+        "later_reading": later_reading(&all) })
+}
+
+/// Trials that hold an older operator text to a later version's reading:
+/// counted apart, since their passes rest on that reading.
+fn later_reading(all: &[&Trial]) -> serde_json::Value {
+    let later: Vec<&Trial> = all
+        .iter()
+        .copied()
+        .filter(|r| r.meta.later_reading.is_some())
+        .collect();
+    let trials: Vec<serde_json::Value> = later
+        .iter()
+        .map(|r| json!({ "trial": r.meta.trial, "outcome": r.outcome, "reason": r.meta.later_reading }))
+        .collect();
+    json!({ "total": later.len(), "counts": counts(&later), "trials": trials })
+}
+
+fn later_reading_line(report: &serde_json::Value) -> String {
+    let l = &report["later_reading"];
+    let by_outcome: Vec<String> = [
+        Outcome::Pass,
+        Outcome::Fail,
+        Outcome::ExpectedFailure,
+        Outcome::UnexpectedPass,
+        Outcome::Skipped,
+    ]
+    .iter()
+    .filter_map(|o| {
+        let n = l["counts"][o.name()].as_u64()?;
+        Some(format!("{n} {}", o.name().replace('_', " ")))
+    })
+    .collect();
+    format!(
+        "{} trials assume a later version's reading of an older operator text (`~later-reading`; included in the counts above){}",
+        l["total"].as_u64().unwrap_or(0),
+        if by_outcome.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", by_outcome.join(", "))
+        }
+    )
 }
 
 fn summary_line(report: &serde_json::Value) -> String {
@@ -188,6 +231,7 @@ fn markdown(t: &Trials, report: &serde_json::Value) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Conformance report ({})\n", t.backend);
     let _ = writeln!(s, "{}\n", summary_line(report));
+    let _ = writeln!(s, "{}.\n", later_reading_line(report));
     let _ = writeln!(s, "Cells: ✓ pass, ✗ fail, ! unexpected pass, x expected failure, s skipped, – not expressible at that version.\n");
     for (op, o) in report["operators"].as_object().into_iter().flatten() {
         let _ = writeln!(s, "## {op}\n");
@@ -232,6 +276,23 @@ fn markdown(t: &Trials, report: &serde_json::Value) -> String {
                     }
                 );
             }
+        }
+        let _ = writeln!(s);
+    }
+    let later = report["later_reading"]["trials"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if !later.is_empty() {
+        let _ = writeln!(s, "## Trials under a later reading ({})\n", later.len());
+        for l in later {
+            let _ = writeln!(
+                s,
+                "- `{}` ({}): {}",
+                l["trial"].as_str().unwrap_or("?"),
+                l["outcome"].as_str().unwrap_or("?"),
+                l["reason"].as_str().unwrap_or("")
+            );
         }
         let _ = writeln!(s);
     }
@@ -345,4 +406,46 @@ fn junit(t: &Trials) -> String {
     }
     s.push_str("</testsuites>\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(trial: &str, outcome: &str, later: Option<&str>) -> serde_json::Value {
+        let mut r = json!({ "trial": trial, "source": "oracle", "case": trial, "op": "Pad",
+            "version": 1, "dtype": "float", "variant": false, "outcome": outcome,
+            "message": null, "max_abs": null, "max_rel": null });
+        if let Some(l) = later {
+            r["later_reading"] = json!(l);
+        }
+        r
+    }
+
+    /// Records written before `later_reading` existed still parse, and the
+    /// report counts the labelled trials apart, by outcome.
+    #[test]
+    fn later_readings_are_counted_apart() {
+        let doc = json!({ "backend": "ours", "records": [
+            record("a", "pass", None),
+            record("b~later-reading", "pass", Some("Pad-1 says added")),
+            record("c~later-reading", "fail", Some("Pad-1 says added")),
+            record("d~later-reading", "pass", Some("Pad-1 says added")),
+        ]});
+        let trials: Trials = serde_json::from_value(doc).unwrap();
+        assert_eq!(trials.records[0].meta.later_reading, None);
+        let report = build(&trials);
+        let l = &report["later_reading"];
+        assert_eq!(l["total"], 3);
+        assert_eq!(l["counts"], json!({ "pass": 2, "fail": 1 }));
+        assert_eq!(report["counts"]["pass"], 3);
+        let md = markdown(&trials, &report);
+        assert!(
+            md.contains("3 trials assume a later version's reading of an older operator text")
+                && md.contains("2 pass, 1 fail")
+                && md.contains("## Trials under a later reading (3)")
+                && md.contains("- `c~later-reading` (fail): Pad-1 says added"),
+            "{md}"
+        );
+    }
 }
