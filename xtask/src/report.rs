@@ -155,14 +155,16 @@ fn summary_line(report: &serde_json::Value) -> String {
     let c = &report["counts"];
     let n = |k: &str| c[k].as_u64().unwrap_or(0);
     format!(
-        "conformance ({}): {} pass, {} fail, {} expected failures, {} unexpected passes, {} skipped, {} not expressible",
+        "conformance ({}): {} pass, {} fail, {} expected failures, {} unexpected passes, {} skipped, {} not expressible, {} undefined by the spec, {} cannot run",
         report["backend"].as_str().unwrap_or("?"),
         n("pass"),
         n("fail"),
         n("expected_failure"),
         n("unexpected_pass"),
         n("skipped"),
-        n("not_expressible")
+        n("not_expressible"),
+        n("undefined"),
+        n("cannot_run")
     )
 }
 
@@ -176,6 +178,8 @@ fn cell(c: &serde_json::Value) -> String {
         ("expected_failure", "x"),
         ("skipped", "s"),
         ("not_expressible", "–"),
+        ("undefined", "u"),
+        ("cannot_run", "c"),
     ] {
         if n(k) > 0 {
             parts.push(format!("{}{sym}", n(k)));
@@ -188,7 +192,7 @@ fn markdown(t: &Trials, report: &serde_json::Value) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Conformance report ({})\n", t.backend);
     let _ = writeln!(s, "{}\n", summary_line(report));
-    let _ = writeln!(s, "Cells: ✓ pass, ✗ fail, ! unexpected pass, x expected failure, s skipped, – not expressible at that version.\n");
+    let _ = writeln!(s, "Cells: ✓ pass, ✗ fail, ! unexpected pass, x expected failure, s skipped, – not expressible at that version, u undefined by the spec, c cannot run.\n");
     for (op, o) in report["operators"].as_object().into_iter().flatten() {
         let _ = writeln!(s, "## {op}\n");
         let dtypes: Vec<&str> = o["dtypes"]
@@ -235,6 +239,7 @@ fn markdown(t: &Trials, report: &serde_json::Value) -> String {
         }
         let _ = writeln!(s);
     }
+    undefined_section(&mut s, t);
     let failures = report["failures"].as_array().cloned().unwrap_or_default();
     let _ = writeln!(s, "## Failing trials ({})\n", failures.len());
     for f in failures {
@@ -248,6 +253,30 @@ fn markdown(t: &Trials, report: &serde_json::Value) -> String {
         );
     }
     s
+}
+
+/// Trials on input whose behaviour the spec leaves undefined: what the
+/// runtime did, neither passed nor failed; and those it could not be given.
+fn undefined_section(s: &mut String, t: &Trials) {
+    for (outcome, title) in [
+        (Outcome::Undefined, "Undefined by the spec"),
+        (Outcome::CannotRun, "Cannot run"),
+    ] {
+        let list: Vec<&Trial> = t.records.iter().filter(|r| r.outcome == outcome).collect();
+        if list.is_empty() {
+            continue;
+        }
+        let _ = writeln!(s, "## {title} ({})\n", list.len());
+        for r in list {
+            let _ = writeln!(
+                s,
+                "- `{}`: {}",
+                r.meta.trial,
+                r.message.as_deref().unwrap_or("").replace('\n', " ")
+            );
+        }
+        let _ = writeln!(s);
+    }
 }
 
 fn compare_baseline(path: &Path, now: &serde_json::Value) -> Result<usize> {
