@@ -9,7 +9,8 @@
 //! rejects the files, the runtime still gets them: the model file through
 //! its own loader (`Backend::run_files`), the inputs decoded by ours; input
 //! files our loader cannot decode cannot be handed to a runtime that takes
-//! typed tensors, so those trials are ignored ("cannot run"), never passed.
+//! typed tensors, nor tensors of a type its API lacks, so those trials are
+//! ignored ("cannot run"), never passed.
 //! Cases about this suite's own resource limits (not ONNX rules) are not
 //! run, and cases the spec leaves undefined (`undefined`) are recorded, not
 //! judged, for other runtimes.
@@ -210,16 +211,21 @@ fn decode_inputs(case: &Case, limits: Limits) -> Result<Vec<Tensor>, String> {
         .collect()
 }
 
-/// Why the case cannot be put to another runtime at all: our loader rejects
-/// the model or inputs, and an input file it cannot decode cannot be handed
-/// to a runtime that takes typed tensors.
+/// Why the case cannot be put to another runtime at all: an input file our
+/// loader cannot decode cannot be handed to a runtime that takes typed
+/// tensors, nor can a tensor of a type the runtime's API lacks.
 pub fn cannot_run(case: &Case, backend: &dyn Backend, limits: Limits) -> Option<String> {
-    if run_case::prepare(case, 0, limits).is_ok() {
-        return None;
-    }
-    decode_inputs(case, limits)
-        .err()
-        .map(|e| format!("{} takes decoded tensors, and {e}", backend.name()))
+    let name = backend.name();
+    let inputs = match decode_inputs(case, limits) {
+        Ok(i) => i,
+        Err(e) => return Some(format!("{name} takes decoded tensors, and {e}")),
+    };
+    inputs.iter().enumerate().find_map(|(k, t)| {
+        backend
+            .check_input(t)
+            .err()
+            .map(|e| format!("input_{k}.pb cannot be given to {name}: {e}"))
+    })
 }
 
 /// Runs an invalid case through another runtime: the prepared model when
@@ -227,6 +233,9 @@ pub fn cannot_run(case: &Case, backend: &dyn Backend, limits: Limits) -> Option<
 /// own loader.
 pub fn run_other(case: &Case, backend: &dyn Backend, limits: Limits) -> Seen {
     let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if let Some(why) = cannot_run(case, backend, limits) {
+            return Seen::CannotRun(why);
+        }
         match run_case::prepare(case, 0, limits) {
             Ok(p) => match backend.run(&p.model, &p.bytes, &p.inputs) {
                 Ok(outs) => Seen::Accepted(outs.len()),

@@ -346,6 +346,13 @@ impl onnx_conformance::backend::Backend for Fake {
         Err("fake rejects parsed models".into())
     }
 
+    fn check_input(&self, _: &onnx_conformance::Tensor) -> Result<(), String> {
+        match self.0 {
+            "picky" => Err("no such type here".into()),
+            _ => Ok(()),
+        }
+    }
+
     fn run_files(
         &self,
         _: &Path,
@@ -390,6 +397,14 @@ fn other_runtimes_get_the_files_our_loader_rejects() {
         invalid::cannot_run(&case, &Fake("reject"), Limits::default()),
         None
     );
+    // An input of a type the runtime's API lacks cannot be given to it.
+    let picky = invalid::cannot_run(&case, &Fake("picky"), Limits::default()).unwrap();
+    assert!(
+        picky.contains("input_0.pb cannot be given to fake: no such type here"),
+        "{picky}"
+    );
+    let seen = invalid::run_other(&case, &Fake("picky"), Limits::default());
+    assert!(matches!(seen, invalid::Seen::CannotRun(_)));
     // A backend without a loader of its own cannot be given the file.
     let seen = invalid::run_other(&case, &Ours::default(), Limits::default());
     assert!(matches!(seen, invalid::Seen::CannotRun(_)));

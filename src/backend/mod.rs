@@ -37,6 +37,13 @@ pub trait Backend: Send + Sync {
         inputs: &[Tensor],
     ) -> Result<Vec<Tensor>, String>;
 
+    /// Whether this runtime can be given `input` at all (an element type its
+    /// API has no counterpart for cannot be): the reason when it cannot.
+    fn check_input(&self, input: &Tensor) -> Result<(), String> {
+        let _ = input;
+        Ok(())
+    }
+
     /// Runs the model file at `model` with the runtime's own loader (its own
     /// rules for external data apply), feeding `inputs` to the graph inputs
     /// the runtime reports, in order. Used when our loader rejects the

@@ -215,6 +215,10 @@ impl Backend for OnnxRuntime {
             .collect()
     }
 
+    fn check_input(&self, input: &Tensor) -> Result<(), String> {
+        to_value(input).map(|_| ())
+    }
+
     fn run_files(&self, model: &Path, inputs: &[Tensor]) -> RawRun {
         let builder = match Session::builder(&self.env) {
             Ok(b) => b,

@@ -99,6 +99,10 @@ impl Backend for Tract {
         })
     }
 
+    fn check_input(&self, input: &Tensor) -> Result<(), String> {
+        to_tract(input).map(|_| ())
+    }
+
     fn run_files(&self, model: &Path, inputs: &[Tensor]) -> RawRun {
         let model = match tract_onnx::onnx().model_for_path(model) {
             Ok(m) => m,

@@ -375,3 +375,68 @@ fn junit(t: &Trials) -> String {
     s.push_str("</testsuites>\n");
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use onnx_conformance::trial_record::{TrialMeta, TrialRecord};
+
+    fn record(trial: &str, outcome: Outcome, message: &str) -> TrialRecord {
+        TrialRecord {
+            meta: TrialMeta {
+                trial: trial.into(),
+                source: "invalid".into(),
+                case: trial.into(),
+                op: "invalid input".into(),
+                version: 0,
+                dtype: "input".into(),
+                variant: false,
+            },
+            outcome,
+            message: Some(message.into()),
+            max_abs: None,
+            max_rel: None,
+        }
+    }
+
+    /// Undefined and cannot-run trials are neither passes nor failures: they
+    /// are counted apart and listed in their own sections.
+    #[test]
+    fn undefined_and_cannot_run_are_counted_apart() {
+        let t = Trials {
+            backend: "tract".into(),
+            records: vec![
+                record(
+                    "invalid/a",
+                    Outcome::Undefined,
+                    "undefined by the spec (q); tract ran it",
+                ),
+                record(
+                    "invalid/b",
+                    Outcome::CannotRun,
+                    "tract takes decoded tensors",
+                ),
+                record("invalid/c", Outcome::Pass, ""),
+            ],
+        };
+        let report = build(&t);
+        let line = summary_line(&report);
+        assert!(
+            line.contains("1 pass, 0 fail")
+                && line.contains("1 undefined by the spec, 1 cannot run"),
+            "{line}"
+        );
+        assert!(report["failures"].as_array().unwrap().is_empty());
+        let md = markdown(&t, &report);
+        assert!(
+            md.contains("## Undefined by the spec (1)\n\n- `invalid/a`: undefined by the spec (q); tract ran it"),
+            "{md}"
+        );
+        assert!(md.contains("## Cannot run (1)\n\n- `invalid/b`"), "{md}");
+        let junit = junit(&t);
+        assert!(
+            junit.contains("skipped=\"2\"") && junit.contains("failures=\"0\""),
+            "{junit}"
+        );
+    }
+}
