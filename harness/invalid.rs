@@ -5,15 +5,28 @@
 //! fails it.
 //!
 //! Other runtimes cannot report our error kinds: for them the trial
-//! passes on any error, and cases about this suite's own resource limits
-//! (not ONNX rules) are not run.
+//! passes on any rejection (a panic is a crash, a failure). When our loader
+//! rejects the files, the runtime still gets them: the model file through
+//! its own loader (`Backend::run_files`), the inputs decoded by ours; input
+//! files our loader cannot decode cannot be handed to a runtime that takes
+//! typed tensors, nor tensors of a type its API lacks, so those trials are
+//! ignored ("cannot run"), never passed.
+//! Cases about this suite's own resource limits (not ONNX rules) are not
+//! run, and cases the spec leaves undefined (`undefined`) are recorded, not
+//! judged, for other runtimes.
+//!
+//! `ONNX_AUDIT.toml` beside the case folders (written by
+//! `xtask/src/audit_invalid.py`) says whether onnx itself accepts each case;
+//! such a case must quote the spec text that forbids it (`spec`) or be
+//! marked `undefined`, or its trial fails.
 
-use crate::discover::Case;
+use crate::discover::{numbered, Case};
 use crate::run_case::{self, Verdict};
 use anyhow::{bail, Context, Result};
-use onnx_conformance::backend::Backend;
-use onnx_conformance::{graph, Error, Limits};
+use onnx_conformance::backend::{Backend, RawRun};
+use onnx_conformance::{graph, proto, Error, Limits, Tensor};
 use serde::Deserialize;
+use std::collections::BTreeMap;
 
 /// The kinds `Error::kind` reports, plus the harness's own.
 const KINDS: &[&str] = &[
@@ -43,6 +56,66 @@ pub struct ExpectedError {
     /// `ONNX_LIMITS`-style overrides to run the case under.
     #[serde(default)]
     pub limits: Option<String>,
+    /// The spec text that forbids the input, where onnx's own tools accept it.
+    #[serde(default)]
+    pub spec: Option<String>,
+    /// The spec text that leaves the behaviour undefined, or a statement
+    /// that the spec does not address it: other runtimes are not judged.
+    #[serde(default)]
+    pub undefined: Option<String>,
+}
+
+/// What onnx says about one invalid case (`ONNX_AUDIT.toml`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OnnxAudit {
+    pub checker: String,
+    pub shape_inference: String,
+    pub reference: String,
+    /// The checker, strict shape inference and the reference all accept it.
+    pub onnx_accepts: bool,
+}
+
+impl OnnxAudit {
+    /// The audit of `case`, when its source folder has an `ONNX_AUDIT.toml`
+    /// (folders made elsewhere need not); a case missing from a present
+    /// audit is an error, since the audit would then be stale.
+    pub fn of(case: &Case) -> Result<Option<OnnxAudit>> {
+        let Some(root) = case.dir.parent() else {
+            return Ok(None);
+        };
+        let path = root.join("ONNX_AUDIT.toml");
+        if !path.is_file() {
+            return Ok(None);
+        }
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let mut all: BTreeMap<String, OnnxAudit> =
+            toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        match all.remove(&case.name) {
+            Some(a) => Ok(Some(a)),
+            None => bail!(
+                "{} has no entry for {}: run `cargo xtask fetch-cases`",
+                path.display(),
+                case.name
+            ),
+        }
+    }
+}
+
+/// Why a case onnx accepts cannot stand as invalid input as written.
+pub fn spec_problem(expected: &ExpectedError, audit: &OnnxAudit) -> Option<String> {
+    if !audit.onnx_accepts
+        || expected.spec.is_some()
+        || expected.undefined.is_some()
+        || expected.is_about_limits()
+    {
+        return None;
+    }
+    Some(format!(
+        "onnx accepts this case (checker: {}; shape inference: {}; reference: {}): quote the spec text that forbids it (`spec = \"...\"` in expected_error.toml), mark it `undefined = \"...\"`, or make it a valid case",
+        audit.checker, audit.shape_inference, audit.reference
+    ))
 }
 
 impl ExpectedError {
@@ -55,6 +128,12 @@ impl ExpectedError {
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let e: ExpectedError =
             toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        if e.spec.is_some() && e.undefined.is_some() {
+            bail!(
+                "{}: a case is either forbidden by the spec (`spec`) or undefined by it (`undefined`), not both",
+                path.display()
+            );
+        }
         if !KINDS.contains(&e.kind.as_str()) {
             bail!(
                 "{}: unknown kind '{}'; known: {}",
@@ -89,6 +168,92 @@ fn kind_of(e: &anyhow::Error) -> &'static str {
     }
 }
 
+/// What another runtime did with an invalid case.
+pub enum Seen {
+    Accepted(usize),
+    Rejected(String),
+    Panicked(String),
+    CannotRun(String),
+}
+
+impl Seen {
+    pub fn describe(&self, runtime: &str) -> String {
+        match self {
+            Seen::Accepted(n) => format!("{runtime} accepted it and produced {n} outputs"),
+            Seen::Rejected(m) => format!("{runtime} rejected it: {m}"),
+            Seen::Panicked(m) => format!("{runtime} panicked: {m}"),
+            Seen::CannotRun(m) => format!("it cannot be run by {runtime}: {m}"),
+        }
+    }
+}
+
+fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "(no message)".into())
+}
+
+/// Decodes the data set's inputs with our loader, one by one.
+fn decode_inputs(case: &Case, limits: Limits) -> Result<Vec<Tensor>, String> {
+    let dir = case
+        .data_sets
+        .first()
+        .ok_or("the case has no test_data_set_0")?;
+    let paths = numbered(dir, "input_").map_err(|e| format!("{e:#}"))?;
+    paths
+        .iter()
+        .map(|p| {
+            proto::load_tensor_file(p, limits)
+                .map(|(_, t)| t)
+                .map_err(|e| format!("our loader cannot decode {}: {e}", p.display()))
+        })
+        .collect()
+}
+
+/// Why the case cannot be put to another runtime at all: an input file our
+/// loader cannot decode cannot be handed to a runtime that takes typed
+/// tensors, nor can a tensor of a type the runtime's API lacks.
+pub fn cannot_run(case: &Case, backend: &dyn Backend, limits: Limits) -> Option<String> {
+    let name = backend.name();
+    let inputs = match decode_inputs(case, limits) {
+        Ok(i) => i,
+        Err(e) => return Some(format!("{name} takes decoded tensors, and {e}")),
+    };
+    inputs.iter().enumerate().find_map(|(k, t)| {
+        backend
+            .check_input(t)
+            .err()
+            .map(|e| format!("input_{k}.pb cannot be given to {name}: {e}"))
+    })
+}
+
+/// Runs an invalid case through another runtime: the prepared model when
+/// our loader accepts the files, else the model file through the runtime's
+/// own loader.
+pub fn run_other(case: &Case, backend: &dyn Backend, limits: Limits) -> Seen {
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if let Some(why) = cannot_run(case, backend, limits) {
+            return Seen::CannotRun(why);
+        }
+        match run_case::prepare(case, 0, limits) {
+            Ok(p) => match backend.run(&p.model, &p.bytes, &p.inputs) {
+                Ok(outs) => Seen::Accepted(outs.len()),
+                Err(m) => Seen::Rejected(m),
+            },
+            Err(_) => match decode_inputs(case, limits) {
+                Err(e) => Seen::CannotRun(e),
+                Ok(inputs) => match backend.run_files(&case.dir.join("model.onnx"), &inputs) {
+                    RawRun::Ran(outs) => Seen::Accepted(outs.len()),
+                    RawRun::Rejected(m) => Seen::Rejected(m),
+                    RawRun::CannotRun(m) => Seen::CannotRun(m),
+                },
+            },
+        }
+    }));
+    run.unwrap_or_else(|p| Seen::Panicked(panic_text(p)))
+}
+
 /// Loads and runs an invalid case and judges the rejection.
 pub fn check(case: &Case, backend: &dyn Backend, base: Limits) -> Verdict {
     let label = format!("case {} ({})", case.id(), case.dir.display());
@@ -102,6 +267,15 @@ pub fn check(case: &Case, backend: &dyn Backend, base: Limits) -> Verdict {
         Ok(e) => e,
         Err(e) => return fail(format!("{e:#}")),
     };
+    match OnnxAudit::of(case) {
+        Err(e) => return fail(format!("{e:#}")),
+        Ok(Some(audit)) => {
+            if let Some(problem) = spec_problem(&expected, &audit) {
+                return fail(problem);
+            }
+        }
+        Ok(None) => {}
+    }
     let limits = match expected.limits(base) {
         Ok(l) => l,
         Err(e) => return fail(format!("{e:#}")),
@@ -113,31 +287,37 @@ pub fn check(case: &Case, backend: &dyn Backend, base: Limits) -> Verdict {
     if case.data_sets.is_empty() {
         return fail("an invalid case needs a test_data_set_0 folder with its inputs".into());
     }
-    let ours = backend.name() == "ours";
+    let name = backend.name();
+    if name != "ours" {
+        return match run_other(case, backend, limits) {
+            Seen::Rejected(_) => Verdict::default(),
+            seen => fail(format!(
+                "{}; expected a rejection ({want})",
+                seen.describe(name)
+            )),
+        };
+    }
     let got: Result<usize, (&'static str, String)> = match run_case::prepare(case, 0, limits) {
         Err(e) => Err((kind_of(&e), format!("{e:#}"))),
         Ok(p) => {
             let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                if ours {
-                    graph::run(&p.model, &p.inputs, limits).map_err(|e| (e.kind(), e.to_string()))
-                } else {
-                    backend
-                        .run(&p.model, &p.bytes, &p.inputs)
-                        .map_err(|e| ("runtime", e))
-                }
+                graph::run(&p.model, &p.inputs, limits).map_err(|e| (e.kind(), e.to_string()))
             }));
             match run {
                 Ok(r) => r.map(|outs| outs.len()),
-                Err(_) => return fail(format!("{} panicked; expected {want}", backend.name())),
+                Err(p) => {
+                    return fail(format!(
+                        "{name} panicked ({}); expected {want}",
+                        panic_text(p)
+                    ))
+                }
             }
         }
     };
     match got {
         Ok(n) => fail(format!(
-            "{} accepted it and produced {n} outputs; expected {want}",
-            backend.name()
+            "{name} accepted it and produced {n} outputs; expected {want}"
         )),
-        Err((_, _)) if !ours => Verdict::default(),
         Err((kind, message)) => {
             if kind == expected.kind && message.contains(&expected.message) {
                 Verdict::default()

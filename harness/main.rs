@@ -252,7 +252,6 @@ fn version_trials(
 /// The trial of an invalid case: it passes when the input is rejected.
 fn invalid_trial(ctx: &Arc<Ctx>, case: &Arc<discover::Case>, names: &mut Vec<String>) -> Trial {
     let name = case.id();
-    names.push(name.clone());
     let expected = invalid::ExpectedError::load(case).ok();
     // The report groups invalid trials in one section, by error kind.
     let mut meta = Meta::of_case(case).named(&name, false);
@@ -260,7 +259,9 @@ fn invalid_trial(ctx: &Arc<Ctx>, case: &Arc<discover::Case>, names: &mut Vec<Str
     meta.version = 0;
     meta.dtype = expected.as_ref().map_or("?".into(), |e| e.kind.clone());
     let about_limits = expected.as_ref().is_some_and(|e| e.is_about_limits());
-    if about_limits && ctx.backend.name() != "ours" {
+    let other = ctx.backend.name() != "ours";
+    if about_limits && other {
+        names.push(name.clone());
         let reason = "about this suite's resource limits, not an ONNX rule".to_string();
         ctx.recorder
             .push(meta.outcome(Outcome::Skipped, Some(reason.clone()), None));
@@ -268,6 +269,38 @@ fn invalid_trial(ctx: &Arc<Ctx>, case: &Arc<discover::Case>, names: &mut Vec<Str
             .with_ignored_flag(true)
             .with_kind("limits of this suite");
     }
+    if let Some(quote) = expected
+        .as_ref()
+        .and_then(|e| e.undefined.clone())
+        .filter(|_| other)
+    {
+        // Whatever the runtime does is allowed: it is run and recorded, not
+        // judged, and reported as ignored.
+        let (c, case) = (ctx.clone(), case.clone());
+        return Trial::ignorable_test(name, move || {
+            let seen =
+                invalid::run_other(&case, c.backend.as_ref(), c.limits).describe(c.backend.name());
+            let message = format!("undefined by the spec ({quote}); {seen}");
+            c.recorder
+                .push(meta.outcome(Outcome::Undefined, Some(message.clone()), None));
+            Ok(Completion::ignored_with(message))
+        })
+        .with_kind("undefined by the spec");
+    }
+    if other {
+        // Cases with limits of their own were skipped above.
+        if let Some(reason) = invalid::cannot_run(case, ctx.backend.as_ref(), ctx.limits) {
+            ctx.recorder
+                .push(meta.outcome(Outcome::CannotRun, Some(reason.clone()), None));
+            let r = format!("cannot run: {reason}");
+            return Trial::ignorable_test(name, move || Ok(Completion::ignored_with(r)))
+                .with_ignored_flag(true)
+                .with_kind("cannot run");
+        }
+    }
+    // Only judged trials can use an expectation: an entry naming an
+    // undefined or unrunnable one matches nothing and is reported as stale.
+    names.push(name.clone());
     let (c, case) = (ctx.clone(), case.clone());
     trial(ctx, name, meta, move || {
         invalid::check(&case, c.backend.as_ref(), c.limits)

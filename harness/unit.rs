@@ -123,6 +123,9 @@ fn foreign_invalid_cases_fail_with_errors_not_crashes() {
     let mut copied = 0;
     for e in std::fs::read_dir(&from).unwrap() {
         let src = e.unwrap().path();
+        if !src.is_dir() {
+            continue; // ONNX_AUDIT.toml
+        }
         let dest = root.join("elsewhere").join(src.file_name().unwrap());
         for f in walkdir::WalkDir::new(&src) {
             let f = f.unwrap();
@@ -393,5 +396,149 @@ fn invalid_trials_fail_unless_rejected_as_expected() {
     assert!(
         bad_limits.contains("unknown limit 'max_bogus'"),
         "{bad_limits}"
+    );
+}
+
+fn invalid_case(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("cases/invalid")
+        .join(name)
+}
+
+/// A case onnx accepts (per `ONNX_AUDIT.toml`) fails unless it quotes the
+/// spec text that forbids it or is marked undefined; an audit that misses
+/// the case fails it too.
+#[test]
+fn cases_onnx_accepts_need_a_spec_quote() {
+    let root = scratch("invalid-audit");
+    let dir = root.join("invalid/axes_twice");
+    copy_case(&invalid_case("pad_axes_repeated"), &dir);
+    let audit = |accepts: bool| {
+        format!("[axes_twice]\nchecker = \"ok\"\nshape_inference = \"ok\"\nreference = \"ok: output shapes [4, 2]\"\nonnx_accepts = {accepts}\n")
+    };
+    let verdict = |toml: &str, audit: &str| {
+        std::fs::write(dir.join("expected_error.toml"), toml).unwrap();
+        std::fs::write(root.join("invalid/ONNX_AUDIT.toml"), audit).unwrap();
+        let case = discover::discover(std::slice::from_ref(&root))
+            .unwrap()
+            .remove(0);
+        invalid::check(&case, &Ours::default(), Limits::default()).failure
+    };
+    let bare = "kind = \"input\"\nmessage = \"is repeated\"\nwhy = \"w\"\n";
+    let unquoted = verdict(bare, &audit(true)).unwrap();
+    assert!(
+        unquoted.contains("onnx accepts this case") && unquoted.contains("spec = "),
+        "{unquoted}"
+    );
+    assert_eq!(verdict(bare, &audit(false)), None);
+    assert_eq!(
+        verdict(&format!("{bare}spec = \"s\"\n"), &audit(true)),
+        None
+    );
+    assert_eq!(
+        verdict(&format!("{bare}undefined = \"u\"\n"), &audit(true)),
+        None
+    );
+    let both = verdict(
+        &format!("{bare}spec = \"s\"\nundefined = \"u\"\n"),
+        &audit(true),
+    )
+    .unwrap();
+    assert!(both.contains("not both"), "{both}");
+    let stale = verdict(bare, &audit(true).replace("[axes_twice]", "[other]")).unwrap();
+    assert!(stale.contains("has no entry for axes_twice"), "{stale}");
+}
+
+/// A runtime that answers every run the same way.
+struct Fake(&'static str);
+
+impl onnx_conformance::backend::Backend for Fake {
+    fn name(&self) -> &str {
+        "fake"
+    }
+
+    fn run(
+        &self,
+        _: &onnx_conformance::Model,
+        _: &[u8],
+        _: &[onnx_conformance::Tensor],
+    ) -> Result<Vec<onnx_conformance::Tensor>, String> {
+        Err("fake rejects parsed models".into())
+    }
+
+    fn check_input(&self, _: &onnx_conformance::Tensor) -> Result<(), String> {
+        match self.0 {
+            "picky" => Err("no such type here".into()),
+            _ => Ok(()),
+        }
+    }
+
+    fn run_files(
+        &self,
+        _: &Path,
+        inputs: &[onnx_conformance::Tensor],
+    ) -> onnx_conformance::backend::RawRun {
+        use onnx_conformance::backend::RawRun;
+        match self.0 {
+            "reject" => RawRun::Rejected("no".into()),
+            "accept" => RawRun::Ran(inputs.to_vec()),
+            "cannot" => RawRun::CannotRun("no way".into()),
+            _ => panic!("fake crashed"),
+        }
+    }
+}
+
+/// When our loader rejects the model, another runtime gets the file anyway:
+/// it passes only by rejecting it; running it, crashing or being unable to
+/// take it is never a pass. Input files our loader cannot decode cannot be
+/// handed over at all.
+#[test]
+fn other_runtimes_get_the_files_our_loader_rejects() {
+    let root = scratch("invalid-raw");
+    let dir = root.join("invalid/model_garbage");
+    copy_case(&invalid_case("model_garbage"), &dir);
+    std::fs::copy(
+        invalid_case("model_garbage").join("expected_error.toml"),
+        dir.join("expected_error.toml"),
+    )
+    .unwrap();
+    let case = discover::discover(std::slice::from_ref(&root))
+        .unwrap()
+        .remove(0);
+    let run = |how| invalid::check(&case, &Fake(how), Limits::default()).failure;
+    assert_eq!(run("reject"), None);
+    let accepted = run("accept").unwrap();
+    assert!(accepted.contains("fake accepted it"), "{accepted}");
+    let crashed = run("panic").unwrap();
+    assert!(crashed.contains("fake panicked: fake crashed"), "{crashed}");
+    let cannot = run("cannot").unwrap();
+    assert!(cannot.contains("cannot be run by fake: no way"), "{cannot}");
+    assert_eq!(
+        invalid::cannot_run(&case, &Fake("reject"), Limits::default()),
+        None
+    );
+    // An input of a type the runtime's API lacks cannot be given to it.
+    let picky = invalid::cannot_run(&case, &Fake("picky"), Limits::default()).unwrap();
+    assert!(
+        picky.contains("input_0.pb cannot be given to fake: no such type here"),
+        "{picky}"
+    );
+    let seen = invalid::run_other(&case, &Fake("picky"), Limits::default());
+    assert!(matches!(seen, invalid::Seen::CannotRun(_)));
+    // A backend without a loader of its own cannot be given the file.
+    let seen = invalid::run_other(&case, &Ours::default(), Limits::default());
+    assert!(matches!(seen, invalid::Seen::CannotRun(_)));
+
+    let dir = root.join("invalid/input_garbage");
+    copy_case(&invalid_case("input_garbage"), &dir);
+    let inputs = discover::discover(std::slice::from_ref(&root))
+        .unwrap()
+        .into_iter()
+        .find(|c| c.name == "input_garbage")
+        .unwrap();
+    let why = invalid::cannot_run(&inputs, &Fake("reject"), Limits::default()).unwrap();
+    assert!(
+        why.contains("fake takes decoded tensors") && why.contains("input_0.pb"),
+        "{why}"
     );
 }

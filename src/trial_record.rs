@@ -13,6 +13,13 @@ pub enum Outcome {
     UnexpectedPass,
     Skipped,
     NotExpressible,
+    /// Another runtime on input whose behaviour the spec leaves undefined
+    /// (or does not address): whatever it did, neither a pass nor a failure.
+    Undefined,
+    /// Input that cannot be put to the runtime at all (for example a tensor
+    /// file only a loader could have judged, for a runtime that takes typed
+    /// tensors): never a pass.
+    CannotRun,
 }
 
 impl Outcome {
@@ -25,6 +32,8 @@ impl Outcome {
             Outcome::UnexpectedPass => "unexpected_pass",
             Outcome::Skipped => "skipped",
             Outcome::NotExpressible => "not_expressible",
+            Outcome::Undefined => "undefined",
+            Outcome::CannotRun => "cannot_run",
         }
     }
 

@@ -9,6 +9,20 @@ pub mod tract;
 use crate::model::Model;
 use crate::ops::Limits;
 use crate::tensor::Tensor;
+use std::path::Path;
+
+/// What a runtime did with a model file it was handed as is (one our own
+/// loader may have rejected).
+#[derive(Debug)]
+pub enum RawRun {
+    /// The runtime refused the model or the run, with its message.
+    Rejected(String),
+    /// The runtime ran it and returned these outputs.
+    Ran(Vec<Tensor>),
+    /// The file cannot be put to this runtime at all (why): neither a
+    /// rejection nor a run.
+    CannotRun(String),
+}
 
 /// A runtime that runs a model on inputs.
 pub trait Backend: Send + Sync {
@@ -22,6 +36,25 @@ pub trait Backend: Send + Sync {
         model_bytes: &[u8],
         inputs: &[Tensor],
     ) -> Result<Vec<Tensor>, String>;
+
+    /// Whether this runtime can be given `input` at all (an element type its
+    /// API has no counterpart for cannot be): the reason when it cannot.
+    fn check_input(&self, input: &Tensor) -> Result<(), String> {
+        let _ = input;
+        Ok(())
+    }
+
+    /// Runs the model file at `model` with the runtime's own loader (its own
+    /// rules for external data apply), feeding `inputs` to the graph inputs
+    /// the runtime reports, in order. Used when our loader rejects the
+    /// model, so that the runtime is judged on the same bytes.
+    fn run_files(&self, model: &Path, inputs: &[Tensor]) -> RawRun {
+        let _ = (model, inputs);
+        RawRun::CannotRun(format!(
+            "the {} backend has no loader of its own for model files",
+            self.name()
+        ))
+    }
 }
 
 /// This library's own kernels.

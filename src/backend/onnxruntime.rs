@@ -3,14 +3,14 @@
 //! onnxruntime wheel from PyPI: `ORT_DYLIB_PATH` names it, or else the one
 //! `cargo xtask` installed under `target/xtask/ort-venv/` is used.
 
-use super::Backend;
+use super::{Backend, RawRun};
 use crate::tensor::{Storage, Tensor};
 use crate::Model;
 use half::{bf16, f16};
 use ndarray::{ArrayD, IxDyn};
 use ort::session::Session;
 use ort::value::{DynValue, TensorElementType};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 pub struct OnnxRuntime {
@@ -144,6 +144,40 @@ fn from_value(v: &DynValue) -> Result<Tensor, String> {
     })
 }
 
+/// Runs a session on inputs fed by position; outputs in the session's order.
+fn run_session(session: &mut Session, inputs: &[Tensor]) -> RawRun {
+    let names: Vec<String> = session
+        .inputs()
+        .iter()
+        .map(|o| o.name().to_string())
+        .collect();
+    let mut feeds: Vec<(String, DynValue)> = Vec::with_capacity(inputs.len());
+    for (name, t) in names.iter().zip(inputs) {
+        match to_value(t) {
+            Ok(v) => feeds.push((name.clone(), v)),
+            Err(e) => return RawRun::CannotRun(e),
+        }
+    }
+    let out_names: Vec<String> = session
+        .outputs()
+        .iter()
+        .map(|o| o.name().to_string())
+        .collect();
+    let outputs = match session.run(feeds) {
+        Ok(o) => o,
+        Err(e) => return RawRun::Rejected(format!("onnxruntime failed: {e}")),
+    };
+    let mut tensors = Vec::with_capacity(out_names.len());
+    for name in &out_names {
+        match outputs.get(name.as_str()).map(from_value) {
+            Some(Ok(t)) => tensors.push(t),
+            Some(Err(e)) => return RawRun::CannotRun(format!("output '{name}': {e}")),
+            None => return RawRun::Rejected(format!("onnxruntime returned no output '{name}'")),
+        }
+    }
+    RawRun::Ran(tensors)
+}
+
 impl Backend for OnnxRuntime {
     fn name(&self) -> &str {
         "onnxruntime"
@@ -179,5 +213,24 @@ impl Backend for OnnxRuntime {
                 from_value(v)
             })
             .collect()
+    }
+
+    fn check_input(&self, input: &Tensor) -> Result<(), String> {
+        to_value(input).map(|_| ())
+    }
+
+    fn run_files(&self, model: &Path, inputs: &[Tensor]) -> RawRun {
+        let builder = match Session::builder(&self.env) {
+            Ok(b) => b,
+            Err(e) => return RawRun::CannotRun(format!("creating a session builder: {e}")),
+        };
+        let mut builder = match builder.with_intra_threads(1) {
+            Ok(b) => b,
+            Err(e) => return RawRun::CannotRun(format!("creating a session builder: {e}")),
+        };
+        match builder.commit_from_file(model) {
+            Ok(mut session) => run_session(&mut session, inputs),
+            Err(e) => RawRun::Rejected(format!("onnxruntime rejected the model: {e}")),
+        }
     }
 }

@@ -2,10 +2,11 @@
 //! The model is loaded from its bytes by tract's own ONNX loader; input
 //! facts come from the actual inputs, then the model is optimized and run.
 
-use super::Backend;
+use super::{Backend, RawRun};
 use crate::tensor::{Storage, Tensor};
 use crate::Model;
 use ndarray::{ArrayD, IxDyn};
+use std::path::Path;
 use tract_onnx::prelude::{
     self as tp, tract_ndarray, Datum, DatumType, Framework, InferenceFact, InferenceModelExt,
     IntoRunnable, IntoTValue,
@@ -90,25 +91,58 @@ impl Backend for Tract {
         inputs: &[Tensor],
     ) -> Result<Vec<Tensor>, String> {
         let mut reader = std::io::Cursor::new(model_bytes);
-        let mut model = tract_onnx::onnx()
+        let model = tract_onnx::onnx()
             .model_for_read(&mut reader)
             .map_err(|e| format!("tract rejected the model: {e:#}"))?;
-        let mut values = tp::TVec::new();
-        for (i, t) in inputs.iter().enumerate() {
-            let tt = to_tract(t)?;
-            let fact = InferenceFact::dt_shape(tt.datum_type(), tt.shape());
-            model
-                .set_input_fact(i, fact)
-                .map_err(|e| format!("tract: input {i}: {e:#}"))?;
-            values.push(tt.into_tvalue());
-        }
-        let plan = model
-            .into_optimized()
-            .and_then(|m| m.into_runnable())
-            .map_err(|e| format!("tract could not prepare the model: {e:#}"))?;
-        let outputs = plan
-            .run(values)
-            .map_err(|e| format!("tract failed: {e:#}"))?;
-        outputs.iter().map(|v| from_tract(v)).collect()
+        run_model(model, inputs).map_err(|e| match e {
+            Refusal::Rejected(m) | Refusal::CannotRun(m) => m,
+        })
     }
+
+    fn check_input(&self, input: &Tensor) -> Result<(), String> {
+        to_tract(input).map(|_| ())
+    }
+
+    fn run_files(&self, model: &Path, inputs: &[Tensor]) -> RawRun {
+        let model = match tract_onnx::onnx().model_for_path(model) {
+            Ok(m) => m,
+            Err(e) => return RawRun::Rejected(format!("tract rejected the model: {e:#}")),
+        };
+        match run_model(model, inputs) {
+            Ok(outputs) => RawRun::Ran(outputs),
+            Err(Refusal::Rejected(m)) => RawRun::Rejected(m),
+            Err(Refusal::CannotRun(m)) => RawRun::CannotRun(m),
+        }
+    }
+}
+
+/// Why a run produced no outputs: tract refused, or the inputs or outputs
+/// could not cross between our tensors and tract's.
+enum Refusal {
+    Rejected(String),
+    CannotRun(String),
+}
+
+/// Sets input facts from the actual inputs, optimizes and runs.
+fn run_model(mut model: tp::InferenceModel, inputs: &[Tensor]) -> Result<Vec<Tensor>, Refusal> {
+    let mut values = tp::TVec::new();
+    for (i, t) in inputs.iter().enumerate() {
+        let tt = to_tract(t).map_err(Refusal::CannotRun)?;
+        let fact = InferenceFact::dt_shape(tt.datum_type(), tt.shape());
+        model
+            .set_input_fact(i, fact)
+            .map_err(|e| Refusal::Rejected(format!("tract: input {i}: {e:#}")))?;
+        values.push(tt.into_tvalue());
+    }
+    let plan = model
+        .into_optimized()
+        .and_then(|m| m.into_runnable())
+        .map_err(|e| Refusal::Rejected(format!("tract could not prepare the model: {e:#}")))?;
+    let outputs = plan
+        .run(values)
+        .map_err(|e| Refusal::Rejected(format!("tract failed: {e:#}")))?;
+    outputs
+        .iter()
+        .map(|v| from_tract(v).map_err(Refusal::CannotRun))
+        .collect()
 }

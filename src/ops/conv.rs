@@ -333,9 +333,12 @@ pub fn geometry(
                 out
             }
             _ => {
+                // A kernel longer than the padded input leaves no position:
+                // the output is empty on this axis, as onnx's strict shape
+                // inference and its reference implementation have it.
                 let padded = n + pads_begin[i] as i128 + pads_end[i] as i128;
                 if padded < span {
-                    -1
+                    0
                 } else {
                     (padded - span) / s + 1
                 }
@@ -347,12 +350,6 @@ pub fn geometry(
         if padded.max(span) > isize::MAX as i128 {
             return Err(KernelError::Invalid(format!(
                 "spatial axis {i}: the padded input ({padded}) or the dilated kernel ({span}) is longer than this machine can address"
-            )));
-        }
-        if out < 1 {
-            return Err(KernelError::Invalid(format!(
-                "spatial axis {i}: input {n} with pads ({}, {}) is smaller than the dilated kernel ({span}); the output would be empty",
-                pads_begin[i], pads_end[i]
             )));
         }
         out_spatial.push(out as usize);
@@ -1318,7 +1315,7 @@ mod tests {
             }
             let m = w_shape[0];
             let Ok(g) = geometry(&attrs, &x_shape, &w_shape, Some(&[m])) else {
-                continue; // output would be empty: covered by the rejection tests
+                continue; // invalid geometry: covered by the rejection tests
             };
             let xs: Vec<f64> = (0..x_shape.iter().product::<usize>())
                 .map(|_| r.f())
@@ -1531,7 +1528,21 @@ mod tests {
             ..d()
         })
         .contains("attribute 'kernel_shape': [2] contradicts W's spatial shape [3]"));
-        assert!(geo_err(d(), &[1, 1, 2], &[1, 1, 3], None).contains("the output would be empty"));
+        // A kernel longer than the padded input is valid: an empty output.
+        let g = geometry(&d(), &[1, 1, 2], &[1, 1, 3], None).unwrap();
+        assert_eq!(g.out_spatial, [0]);
+        assert!(conv(&g, &[1f32, 2.0], &[1.0, 1.0, 1.0], None, TILE_BYTES).is_empty());
+        let dilated = ConvAttrs {
+            dilations: Some(vec![3]),
+            pads: Some(vec![1, 1]),
+            ..d()
+        };
+        assert_eq!(
+            geometry(&dilated, &[1, 1, 2], &[1, 1, 3], None)
+                .unwrap()
+                .out_spatial,
+            [0]
+        );
         assert!(
             geo_err(ConvAttrs { group: 0, ..d() }, &[1, 1, 2], &[1, 1, 3], None)
                 .contains("attribute 'group': must be at least 1")

@@ -246,6 +246,11 @@ fn generate_from_pypi(filters: &Filters, seed: u64, target: &Path, tmp: &Path) -
     python::output(Command::new(&env.python).arg(&invalid_script).arg(&gen))
         .context("writing the invalid-input cases")?;
     std::fs::remove_file(&invalid_script)?;
+    let audit_script = tmp.join("audit_invalid.py");
+    std::fs::write(&audit_script, include_str!("audit_invalid.py"))?;
+    python::output(Command::new(&env.python).arg(&audit_script).arg(&gen))
+        .context("auditing the invalid-input cases with onnx (audit_invalid.py)")?;
+    std::fs::remove_file(&audit_script)?;
     let schema_script = tmp.join("gen_schemas.py");
     std::fs::write(&schema_script, include_str!("gen_schemas.py"))?;
     python::output(

@@ -355,6 +355,31 @@ def long_reduction_cases(root, rng):
             write_case(root, f"test_conv{version}_{type_name}_{tag}", [node], ins, [("y", y, type_name)], version)
 
 
+def empty_conv_cases(root):
+    """A kernel longer than the padded input: valid ONNX whose output has
+    size 0 on that axis (strict shape inference agrees). The expected output
+    comes from onnx's reference implementation."""
+    from onnx.reference import ReferenceEvaluator
+
+    x = np.ones((1, 2, 4, 4), np.float32)
+    for tag, w_shape, attrs in (
+        ("kernel_larger_than_input", (1, 2, 5, 5), {}),
+        ("dilated_kernel_larger_than_input", (1, 2, 2, 3), {"dilations": [4, 1], "pads": [0, 1, 0, 1]}),
+    ):
+        w = np.ones(w_shape, np.float32)
+        node = helper.make_node("Conv", ["x", "w"], ["y"], **attrs)
+        graph = helper.make_graph(
+            [node],
+            tag,
+            [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(v.shape)) for n, v in (("x", x), ("w", w))],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        )
+        model = helper.make_model(graph, opset_imports=[helper.make_operatorsetid("", 22)])
+        model.ir_version = 11
+        (y,) = ReferenceEvaluator(model).run(None, {"x": x, "w": w})
+        write_case(root, f"test_conv22_float_{tag}", [node], [("x", x, "float"), ("w", w, "float")], [("y", y, "float")], 22)
+
+
 def oracle_center_crop_pad(x, targets, axes):
     """Crop or pad each listed axis around its center with numpy slicing."""
     out = x
@@ -453,6 +478,7 @@ def main():
     # Added later, with a generator of their own so the cases above keep
     # their bytes.
     long_reduction_cases(root, np.random.default_rng(config["seed"] + 1))
+    empty_conv_cases(root)
     seed_root = os.path.join(out, "seed")
     os.makedirs(seed_root)
     seed_cases(seed_root)

@@ -198,14 +198,16 @@ fn summary_line(report: &serde_json::Value) -> String {
     let c = &report["counts"];
     let n = |k: &str| c[k].as_u64().unwrap_or(0);
     format!(
-        "conformance ({}): {} pass, {} fail, {} expected failures, {} unexpected passes, {} skipped, {} not expressible",
+        "conformance ({}): {} pass, {} fail, {} expected failures, {} unexpected passes, {} skipped, {} not expressible, {} undefined by the spec, {} cannot run",
         report["backend"].as_str().unwrap_or("?"),
         n("pass"),
         n("fail"),
         n("expected_failure"),
         n("unexpected_pass"),
         n("skipped"),
-        n("not_expressible")
+        n("not_expressible"),
+        n("undefined"),
+        n("cannot_run")
     )
 }
 
@@ -219,6 +221,8 @@ fn cell(c: &serde_json::Value) -> String {
         ("expected_failure", "x"),
         ("skipped", "s"),
         ("not_expressible", "–"),
+        ("undefined", "u"),
+        ("cannot_run", "c"),
     ] {
         if n(k) > 0 {
             parts.push(format!("{}{sym}", n(k)));
@@ -232,7 +236,7 @@ fn markdown(t: &Trials, report: &serde_json::Value) -> String {
     let _ = writeln!(s, "# Conformance report ({})\n", t.backend);
     let _ = writeln!(s, "{}\n", summary_line(report));
     let _ = writeln!(s, "{}.\n", later_reading_line(report));
-    let _ = writeln!(s, "Cells: ✓ pass, ✗ fail, ! unexpected pass, x expected failure, s skipped, – not expressible at that version.\n");
+    let _ = writeln!(s, "Cells: ✓ pass, ✗ fail, ! unexpected pass, x expected failure, s skipped, – not expressible at that version, u undefined by the spec, c cannot run.\n");
     for (op, o) in report["operators"].as_object().into_iter().flatten() {
         let _ = writeln!(s, "## {op}\n");
         let dtypes: Vec<&str> = o["dtypes"]
@@ -296,6 +300,7 @@ fn markdown(t: &Trials, report: &serde_json::Value) -> String {
         }
         let _ = writeln!(s);
     }
+    undefined_section(&mut s, t);
     let failures = report["failures"].as_array().cloned().unwrap_or_default();
     let _ = writeln!(s, "## Failing trials ({})\n", failures.len());
     for f in failures {
@@ -309,6 +314,30 @@ fn markdown(t: &Trials, report: &serde_json::Value) -> String {
         );
     }
     s
+}
+
+/// Trials on input whose behaviour the spec leaves undefined: what the
+/// runtime did, neither passed nor failed; and those it could not be given.
+fn undefined_section(s: &mut String, t: &Trials) {
+    for (outcome, title) in [
+        (Outcome::Undefined, "Undefined by the spec"),
+        (Outcome::CannotRun, "Cannot run"),
+    ] {
+        let list: Vec<&Trial> = t.records.iter().filter(|r| r.outcome == outcome).collect();
+        if list.is_empty() {
+            continue;
+        }
+        let _ = writeln!(s, "## {title} ({})\n", list.len());
+        for r in list {
+            let _ = writeln!(
+                s,
+                "- `{}`: {}",
+                r.meta.trial,
+                r.message.as_deref().unwrap_or("").replace('\n', " ")
+            );
+        }
+        let _ = writeln!(s);
+    }
 }
 
 fn compare_baseline(path: &Path, now: &serde_json::Value) -> Result<usize> {
@@ -446,6 +475,69 @@ mod tests {
                 && md.contains("## Trials under a later reading (3)")
                 && md.contains("- `c~later-reading` (fail): Pad-1 says added"),
             "{md}"
+        );
+    }
+
+    use onnx_conformance::trial_record::{TrialMeta, TrialRecord};
+
+    fn typed_record(trial: &str, outcome: Outcome, message: &str) -> TrialRecord {
+        TrialRecord {
+            meta: TrialMeta {
+                trial: trial.into(),
+                source: "invalid".into(),
+                case: trial.into(),
+                op: "invalid input".into(),
+                version: 0,
+                dtype: "input".into(),
+                variant: false,
+                later_reading: None,
+            },
+            outcome,
+            message: Some(message.into()),
+            max_abs: None,
+            max_rel: None,
+            bound_units: None,
+        }
+    }
+
+    /// Undefined and cannot-run trials are neither passes nor failures: they
+    /// are counted apart and listed in their own sections.
+    #[test]
+    fn undefined_and_cannot_run_are_counted_apart() {
+        let t = Trials {
+            backend: "tract".into(),
+            records: vec![
+                typed_record(
+                    "invalid/a",
+                    Outcome::Undefined,
+                    "undefined by the spec (q); tract ran it",
+                ),
+                typed_record(
+                    "invalid/b",
+                    Outcome::CannotRun,
+                    "tract takes decoded tensors",
+                ),
+                typed_record("invalid/c", Outcome::Pass, ""),
+            ],
+        };
+        let report = build(&t);
+        let line = summary_line(&report);
+        assert!(
+            line.contains("1 pass, 0 fail")
+                && line.contains("1 undefined by the spec, 1 cannot run"),
+            "{line}"
+        );
+        assert!(report["failures"].as_array().unwrap().is_empty());
+        let md = markdown(&t, &report);
+        assert!(
+            md.contains("## Undefined by the spec (1)\n\n- `invalid/a`: undefined by the spec (q); tract ran it"),
+            "{md}"
+        );
+        assert!(md.contains("## Cannot run (1)\n\n- `invalid/b`"), "{md}");
+        let junit = junit(&t);
+        assert!(
+            junit.contains("skipped=\"2\"") && junit.contains("failures=\"0\""),
+            "{junit}"
         );
     }
 }
