@@ -190,6 +190,26 @@ def center_crop_pad(model, node, values, version):
     return [oracle_center_crop_pad(x, targets, axes)]
 
 
+def declare_shapes(model, values):
+    """The differential generator declares types but not shapes, which the
+    checker requires: declare the inputs' shapes from their values and the
+    outputs as of unknown size with the data's rank (every covered operator
+    keeps the rank)."""
+    rank = None
+    for vi in model.graph.input:
+        shape = vi.type.tensor_type.shape
+        if not vi.type.tensor_type.HasField("shape") and vi.name in values:
+            for d in values[vi.name].shape:
+                shape.dim.add().dim_value = d
+        if rank is None and vi.name in values:
+            rank = values[vi.name].ndim
+    for vi in model.graph.output:
+        if not vi.type.tensor_type.HasField("shape") and rank is not None:
+            shape = vi.type.tensor_type.shape
+            for i in range(rank):
+                shape.dim.add().dim_param = f"d{i}"
+
+
 OPS = {"Pad": pad, "Conv": conv, "CenterCropPad": center_crop_pad}
 
 
@@ -201,6 +221,7 @@ def settle(folder):
     if node.op_type not in OPS:
         raise Verdict("unavailable", f"no oracle for {node.op_type}")
     version = opset(model)
+    declare_shapes(model, values)
     try:
         onnx.checker.check_model(model, full_check=True)
     except Exception as e:  # the checker's own exception types vary by version
