@@ -5,7 +5,7 @@
 //! strict verdict policy as the conformance suite.
 
 use anyhow::{Context, Result};
-use onnx_conformance::{compare, proto, verdict, Model, Tensor};
+use onnx_conformance::{compare, verdict, Model, Tensor};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -94,18 +94,10 @@ fn read_answer(folder: &Path) -> Result<Answer> {
         &std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?,
     )
     .with_context(|| format!("parsing {}", file.display()))?;
-    let mut outputs = Vec::new();
-    for k in 0.. {
-        let p = dir.join(format!("output_{k}.pb"));
-        if !p.exists() {
-            break;
-        }
-        outputs.push(proto::load_tensor(&std::fs::read(&p)?)?.1);
-    }
     Ok(Answer {
         status: v.status,
         why: v.why,
-        outputs,
+        outputs: super::read_outputs(&dir)?,
     })
 }
 
