@@ -2,51 +2,108 @@
 //! reason. Unknown keys are rejected so a typo cannot silently disable an
 //! entry.
 
+use crate::run_case::FailureKind;
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// A message fragment must say something about the failure: this many
+/// characters at least, besides wildcards.
+const MIN_FRAGMENT: usize = 6;
+
+#[derive(Debug, Default)]
+pub struct Expectations {
+    /// Failures we know of. An entry with a `trial` lists trials that must
+    /// fail that way; one without describes a runtime's limitation wherever
+    /// it shows.
+    pub expected_failure: Vec<Entry>,
+    /// Trials that are not run (reported as ignored, with the reason).
+    pub skip: Vec<Entry>,
+    /// How many failures each expected failure explained in this run.
+    used: Vec<AtomicUsize>,
+}
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
-pub struct Expectations {
-    /// Trials that run and must fail; one that passes fails the run.
+struct File {
     #[serde(default)]
-    pub expected_failure: Vec<Entry>,
-    /// Trials that are not run (reported as ignored, with the reason).
+    expected_failure: Vec<Entry>,
     #[serde(default)]
-    pub skip: Vec<Entry>,
+    skip: Vec<Entry>,
 }
 
 #[derive(Debug, Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct Entry {
     /// A trial name, or a pattern where `*` matches any run of characters.
-    #[serde(default = "any")]
-    pub trial: String,
-    /// For expected failures: a pattern the failure message must match
-    /// (`*` wildcards; the pattern is searched anywhere in the message).
-    /// Such entries describe a runtime's known limitation wherever it shows,
-    /// so a matching trial that passes is simply a pass.
+    /// Absent on an expected failure that applies to any trial.
+    pub trial: Option<String>,
+    /// For expected failures: which way the trial fails (required).
+    pub failure: Option<FailureKind>,
+    /// For expected failures: a pattern the failure message must contain
+    /// (`*` wildcards; required).
     pub message: Option<String>,
     pub reason: String,
     /// The backend the entry applies to (default: "ours").
     #[serde(default = "ours")]
     pub backend: String,
+    /// "debug" or "release": the entry applies only when the harness is
+    /// built so (a runtime built with overflow checks panics elsewhere than
+    /// one built without). Default: both.
+    pub profile: Option<String>,
+}
+
+/// The profile this harness was built with, as `profile` names it.
+fn this_profile() -> &'static str {
+    if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    }
 }
 
 fn ours() -> String {
     "ours".to_string()
 }
 
-fn any() -> String {
-    "*".to_string()
+impl Entry {
+    fn in_this_build(&self, backend: &str) -> bool {
+        self.backend == backend && self.profile.as_deref().is_none_or(|p| p == this_profile())
+    }
+
+    fn applies_to(&self, trial: &str, backend: &str) -> bool {
+        self.in_this_build(backend) && self.trial.as_deref().is_none_or(|p| glob(p, trial))
+    }
+
+    /// Whether this entry explains a failure of `kind` with `message`.
+    fn explains(&self, kind: FailureKind, message: &str) -> bool {
+        self.failure == Some(kind)
+            && self
+                .message
+                .as_ref()
+                .is_some_and(|m| glob(&format!("*{m}*"), message))
+    }
+
+    /// The entry as a reader of a failure message needs it.
+    pub fn describe(&self) -> String {
+        let kind = self.failure.map_or("?", FailureKind::name);
+        let msg = self.message.as_deref().unwrap_or("?");
+        match &self.trial {
+            Some(t) => format!("{t}: {kind} failure containing {msg:?}"),
+            None => format!("any trial: {kind} failure containing {msg:?}"),
+        }
+    }
 }
 
-/// What the expectations say about one trial.
+/// What the expectations say about one trial before it runs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expect {
+    /// It must pass, unless a failure is explained by an entry for any trial.
     Pass,
-    Fail(String),
+    /// Entries list it by name: it must fail as one of them describes
+    /// (their descriptions).
+    Fail(Vec<String>),
     Skip(String),
 }
 
@@ -61,59 +118,122 @@ impl Expectations {
     }
 
     pub fn parse(text: &str) -> Result<Expectations> {
-        let e: Expectations = toml::from_str(text)?;
-        for entry in e.expected_failure.iter().chain(&e.skip) {
+        let f: File = toml::from_str(text)?;
+        for entry in f.expected_failure.iter().chain(&f.skip) {
+            let name = entry.trial.as_deref().unwrap_or("any trial");
             if entry.reason.trim().is_empty() {
-                bail!("entry for '{}' has an empty reason", entry.trial);
+                bail!("entry for '{name}' has an empty reason");
+            }
+            if let Some(p) = entry
+                .profile
+                .as_deref()
+                .filter(|p| !["debug", "release"].contains(p))
+            {
+                bail!("entry for '{name}' has profile {p:?}; expected \"debug\" or \"release\"");
             }
         }
-        for entry in &e.skip {
-            if entry.message.is_some() {
-                bail!("skip entry for '{}' has a message pattern; only expected failures match messages", entry.trial);
+        for entry in &f.skip {
+            let name = entry.trial.as_deref().unwrap_or("any trial");
+            if entry.trial.is_none() {
+                bail!("a skip entry needs a `trial`");
+            }
+            if entry.message.is_some() || entry.failure.is_some() {
+                bail!("skip entry for '{name}' has a `message` or `failure`; skipped trials do not run");
             }
         }
-        Ok(e)
+        for entry in &f.expected_failure {
+            let name = entry.trial.as_deref().unwrap_or("any trial");
+            if entry.failure.is_none() {
+                let kinds: Vec<_> = FailureKind::ALL.iter().map(|k| k.name()).collect();
+                bail!(
+                    "expected failure for '{name}' ({}) does not say which failure it expects: add `failure = ` one of {kinds:?}",
+                    entry.reason
+                );
+            }
+            let fragment = entry.message.as_deref().unwrap_or("");
+            if fragment.chars().filter(|&c| c != '*').count() < MIN_FRAGMENT {
+                bail!(
+                    "expected failure for '{name}' ({}) needs a `message`: a fragment of the failure message (at least {MIN_FRAGMENT} characters besides `*`)",
+                    entry.reason
+                );
+            }
+        }
+        let used = f
+            .expected_failure
+            .iter()
+            .map(|_| AtomicUsize::new(0))
+            .collect();
+        Ok(Expectations {
+            expected_failure: f.expected_failure,
+            skip: f.skip,
+            used,
+        })
     }
 
     pub fn lookup(&self, trial: &str, backend: &str) -> Expect {
-        let hit = |list: &[Entry]| {
-            list.iter()
-                .find(|e| e.backend == backend && e.message.is_none() && glob(&e.trial, trial))
-                .map(|e| e.reason.clone())
-        };
-        if let Some(r) = hit(&self.skip) {
-            return Expect::Skip(r);
+        let named = |e: &&Entry| e.trial.is_some() && e.applies_to(trial, backend);
+        if let Some(e) = self.skip.iter().find(named) {
+            return Expect::Skip(e.reason.clone());
         }
-        if let Some(r) = hit(&self.expected_failure) {
-            return Expect::Fail(r);
-        }
-        Expect::Pass
-    }
-
-    /// The reason of a message-pattern entry that explains this failure.
-    pub fn known_failure(&self, trial: &str, backend: &str, message: &str) -> Option<String> {
-        self.expected_failure
+        let listed: Vec<String> = self
+            .expected_failure
             .iter()
-            .find(|e| {
-                e.backend == backend
-                    && glob(&e.trial, trial)
-                    && e.message
-                        .as_ref()
-                        .is_some_and(|m| glob(&format!("*{m}*"), message))
-            })
-            .map(|e| e.reason.clone())
+            .filter(named)
+            .map(Entry::describe)
+            .collect();
+        if listed.is_empty() {
+            Expect::Pass
+        } else {
+            Expect::Fail(listed)
+        }
     }
 
-    /// Trial-name entries for `backend` that match none of `trials` (stale entries).
+    /// The reason of the entry that explains this failure of `trial`, if
+    /// any, counting it as used.
+    pub fn explain(
+        &self,
+        trial: &str,
+        backend: &str,
+        kind: FailureKind,
+        message: &str,
+    ) -> Option<String> {
+        // An entry that lists the trial explains it before one for any
+        // trial, so that the listing is what its failure is held to.
+        let fits = |listed: bool| {
+            self.expected_failure.iter().position(|e| {
+                e.trial.is_some() == listed
+                    && e.applies_to(trial, backend)
+                    && e.explains(kind, message)
+            })
+        };
+        let k = fits(true).or_else(|| fits(false))?;
+        self.used[k].fetch_add(1, Ordering::Relaxed);
+        Some(self.expected_failure[k].reason.clone())
+    }
+
+    /// Entries for `backend` naming trials of which none exists (stale
+    /// whatever the run's filter).
     pub fn unused<'a>(&'a self, trials: &[String], backend: &str) -> Vec<&'a Entry> {
         self.expected_failure
             .iter()
             .chain(&self.skip)
             .filter(|e| {
-                e.backend == backend
-                    && e.message.is_none()
-                    && !trials.iter().any(|t| glob(&e.trial, t))
+                e.in_this_build(backend)
+                    && e.trial
+                        .as_deref()
+                        .is_some_and(|p| !trials.iter().any(|t| glob(p, t)))
             })
+            .collect()
+    }
+
+    /// Expected failures for `backend` that explained no failure in this
+    /// run: stale when the run was complete.
+    pub fn unexplained(&self, backend: &str) -> Vec<&Entry> {
+        self.expected_failure
+            .iter()
+            .zip(&self.used)
+            .filter(|(e, n)| e.in_this_build(backend) && n.load(Ordering::Relaxed) == 0)
+            .map(|(e, _)| e)
             .collect()
     }
 }
@@ -162,47 +282,151 @@ mod tests {
         assert!(Expectations::parse("[[skips]]\ntrial = \"a\"\nreason = \"r\"\n").is_err());
         assert!(Expectations::parse("[[skip]]\ntrial = \"a\"\nreason = \" \"\n").is_err());
         assert!(Expectations::parse("[[skip]]\ntrial = \"a\"\n").is_err());
+        assert!(Expectations::parse("[[skip]]\nreason = \"r\"\n").is_err());
+    }
+
+    #[test]
+    fn expected_failures_say_which_failure() {
+        let ok = "[[expected_failure]]\ntrial = \"a\"\nfailure = \"values\"\nmessage = \"values differ\"\nreason = \"r\"\n";
+        assert!(Expectations::parse(ok).is_ok());
+        let no_kind =
+            "[[expected_failure]]\ntrial = \"a\"\nmessage = \"values differ\"\nreason = \"r\"\n";
+        let e = Expectations::parse(no_kind).unwrap_err();
+        assert!(format!("{e:#}").contains("which failure"), "{e:#}");
+        let no_message =
+            "[[expected_failure]]\ntrial = \"a\"\nfailure = \"panic\"\nreason = \"r\"\n";
+        assert!(format!("{:#}", Expectations::parse(no_message).unwrap_err()).contains("message"));
+        let vague = "[[expected_failure]]\ntrial = \"a\"\nfailure = \"error\"\nmessage = \"*x*\"\nreason = \"r\"\n";
+        assert!(Expectations::parse(vague).is_err());
+        let bad_kind = "[[expected_failure]]\ntrial = \"a\"\nfailure = \"wrong\"\nmessage = \"values differ\"\nreason = \"r\"\n";
+        assert!(Expectations::parse(bad_kind).is_err());
+        let skip_with_kind = "[[skip]]\ntrial = \"a\"\nfailure = \"panic\"\nreason = \"r\"\n";
+        assert!(Expectations::parse(skip_with_kind).is_err());
     }
 
     #[test]
     fn lookup_by_pattern_and_backend() {
         let e = Expectations::parse(
-            "[[expected_failure]]\ntrial = \"node/test_conv_*\"\nreason = \"no Conv yet\"\n\n\
+            "[[expected_failure]]\ntrial = \"node/test_conv_*\"\nfailure = \"error\"\nmessage = \"no Conv here\"\nreason = \"no Conv yet\"\n\n\
              [[skip]]\ntrial = \"node/test_x\"\nreason = \"slow\"\nbackend = \"tract\"\n",
         )
         .unwrap();
-        assert_eq!(
-            e.lookup("node/test_conv_a", "ours"),
-            Expect::Fail("no Conv yet".into())
-        );
+        match e.lookup("node/test_conv_a", "ours") {
+            Expect::Fail(listed) => assert!(listed[0].contains("no Conv here"), "{listed:?}"),
+            other => panic!("{other:?}"),
+        }
         assert_eq!(e.lookup("node/test_conv_a", "tract"), Expect::Pass);
         assert_eq!(
             e.lookup("node/test_x", "tract"),
             Expect::Skip("slow".into())
         );
         assert_eq!(e.unused(&["node/test_y".into()], "ours").len(), 1);
+        assert_eq!(e.unused(&["node/test_conv_b".into()], "ours").len(), 0);
     }
 
     #[test]
-    fn message_patterns_explain_failures_only() {
+    fn a_listed_trial_is_excused_only_by_the_failure_it_names() {
         let e = Expectations::parse(
-            "[[expected_failure]]\nbackend = \"onnxruntime\"\nmessage = \"Could not find an implementation for Pad(*)\"\nreason = \"no kernel\"\n",
+            "[[expected_failure]]\ntrial = \"node/a\"\nfailure = \"values\"\nmessage = \"output 0 'y'\"\nreason = \"known\"\n",
+        )
+        .unwrap();
+        let values = "case node/a: output 0 'y' (tensor(float)): 1 of 4 values differ";
+        assert_eq!(e.unexplained("ours").len(), 1);
+        // Another kind, or the same kind with another message, is not it.
+        assert_eq!(
+            e.explain("node/a", "ours", FailureKind::Error, values),
+            None
+        );
+        assert_eq!(
+            e.explain(
+                "node/a",
+                "ours",
+                FailureKind::Values,
+                "output 1 'z' differs"
+            ),
+            None
+        );
+        assert_eq!(
+            e.explain("node/b", "ours", FailureKind::Values, values),
+            None
+        );
+        assert_eq!(e.unexplained("ours").len(), 1, "no match is no use");
+        assert_eq!(
+            e.explain("node/a", "ours", FailureKind::Values, values),
+            Some("known".into())
+        );
+        assert!(e.unexplained("ours").is_empty());
+    }
+
+    #[test]
+    fn message_patterns_explain_failures_anywhere_and_go_stale_unused() {
+        let e = Expectations::parse(
+            "[[expected_failure]]\nbackend = \"onnxruntime\"\nfailure = \"error\"\nmessage = \"Could not find an implementation for Pad(*)\"\nreason = \"no kernel\"\n",
         )
         .unwrap();
         assert_eq!(e.lookup("node/x", "onnxruntime"), Expect::Pass);
+        assert_eq!(e.unexplained("onnxruntime").len(), 1);
+        assert!(e.unexplained("ours").is_empty());
         let msg =
             "onnxruntime rejected the model: Could not find an implementation for Pad(1) node";
         assert_eq!(
-            e.known_failure("node/x", "onnxruntime", msg),
+            e.explain("node/x", "onnxruntime", FailureKind::Panic, msg),
+            None
+        );
+        assert_eq!(
+            e.explain("node/x", "onnxruntime", FailureKind::Error, msg),
             Some("no kernel".into())
         );
         assert_eq!(
-            e.known_failure("node/x", "onnxruntime", "values differ"),
+            e.explain("node/x", "onnxruntime", FailureKind::Error, "values differ"),
             None
         );
-        assert_eq!(e.known_failure("node/x", "ours", msg), None);
+        assert_eq!(e.explain("node/x", "ours", FailureKind::Error, msg), None);
         assert!(e.unused(&[], "onnxruntime").is_empty());
-        assert!(Expectations::parse("[[skip]]\nmessage = \"x\"\nreason = \"r\"\n").is_err());
+        assert!(e.unexplained("onnxruntime").is_empty());
+    }
+
+    #[test]
+    fn a_listing_is_used_before_an_entry_for_any_trial() {
+        let e = Expectations::parse(
+            "[[expected_failure]]\nbackend = \"tract\"\nfailure = \"panic\"\nmessage = \"tract panicked\"\nreason = \"any\"\n\n\
+             [[expected_failure]]\nbackend = \"tract\"\ntrial = \"d/x*\"\nfailure = \"panic\"\nmessage = \"overflow\"\nreason = \"listed\"\n",
+        )
+        .unwrap();
+        let m = "tract panicked: attempt to add with overflow";
+        assert_eq!(
+            e.explain("d/x@Pad-11", "tract", FailureKind::Panic, m),
+            Some("listed".into())
+        );
+        assert_eq!(
+            e.unexplained("tract").len(),
+            1,
+            "the entry for any trial is unused"
+        );
+        assert_eq!(
+            e.explain("d/y", "tract", FailureKind::Panic, m),
+            Some("any".into())
+        );
+        assert!(e.unexplained("tract").is_empty());
+    }
+
+    #[test]
+    fn entries_of_the_other_build_profile_neither_apply_nor_go_stale() {
+        let other = if cfg!(debug_assertions) {
+            "release"
+        } else {
+            "debug"
+        };
+        let text = format!(
+            "[[expected_failure]]\nfailure = \"panic\"\nmessage = \"broadcast\"\nreason = \"r\"\nprofile = \"{other}\"\n"
+        );
+        let e = Expectations::parse(&text).unwrap();
+        assert_eq!(
+            e.explain("a", "ours", FailureKind::Panic, "broadcast"),
+            None
+        );
+        assert!(e.unexplained("ours").is_empty());
+        assert!(Expectations::parse(&text.replace(other, "fast")).is_err());
     }
 
     #[test]

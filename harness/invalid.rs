@@ -21,7 +21,7 @@
 //! marked `undefined`, or its trial fails.
 
 use crate::discover::{numbered, Case};
-use crate::run_case::{self, Verdict};
+use crate::run_case::{self, FailureKind, Verdict};
 use anyhow::{bail, Context, Result};
 use onnx_conformance::backend::{Backend, RawRun};
 use onnx_conformance::{graph, proto, Error, Limits, Tensor};
@@ -177,6 +177,16 @@ pub enum Seen {
 }
 
 impl Seen {
+    /// How a judged trial fails when this is what it saw instead of a
+    /// rejection.
+    fn failure_kind(&self) -> FailureKind {
+        match self {
+            Seen::Accepted(_) => FailureKind::Accepted,
+            Seen::Panicked(_) => FailureKind::Panic,
+            Seen::Rejected(_) | Seen::CannotRun(_) => FailureKind::Error,
+        }
+    }
+
     pub fn describe(&self, runtime: &str) -> String {
         match self {
             Seen::Accepted(n) => format!("{runtime} accepted it and produced {n} outputs"),
@@ -257,44 +267,42 @@ pub fn run_other(case: &Case, backend: &dyn Backend, limits: Limits) -> Seen {
 /// Loads and runs an invalid case and judges the rejection.
 pub fn check(case: &Case, backend: &dyn Backend, base: Limits) -> Verdict {
     let label = format!("case {} ({})", case.id(), case.dir.display());
-    let fail = |m: String| Verdict {
-        failure: Some(format!("{label}: {m}")),
-        max_abs: f64::NAN,
-        max_rel: f64::NAN,
-        ..Verdict::default()
-    };
+    let fail = |kind, m: String| Verdict::failed(kind, format!("{label}: {m}"));
     let expected = match ExpectedError::load(case) {
         Ok(e) => e,
-        Err(e) => return fail(format!("{e:#}")),
+        Err(e) => return fail(FailureKind::Error, format!("{e:#}")),
     };
     match OnnxAudit::of(case) {
-        Err(e) => return fail(format!("{e:#}")),
+        Err(e) => return fail(FailureKind::Error, format!("{e:#}")),
         Ok(Some(audit)) => {
             if let Some(problem) = spec_problem(&expected, &audit) {
-                return fail(problem);
+                return fail(FailureKind::Error, problem);
             }
         }
         Ok(None) => {}
     }
     let limits = match expected.limits(base) {
         Ok(l) => l,
-        Err(e) => return fail(format!("{e:#}")),
+        Err(e) => return fail(FailureKind::Error, format!("{e:#}")),
     };
     let want = format!(
         "a '{}' error containing {:?} ({})",
         expected.kind, expected.message, expected.why
     );
     if case.data_sets.is_empty() {
-        return fail("an invalid case needs a test_data_set_0 folder with its inputs".into());
+        return fail(
+            FailureKind::Error,
+            "an invalid case needs a test_data_set_0 folder with its inputs".into(),
+        );
     }
     let name = backend.name();
     if name != "ours" {
         return match run_other(case, backend, limits) {
             Seen::Rejected(_) => Verdict::default(),
-            seen => fail(format!(
-                "{}; expected a rejection ({want})",
-                seen.describe(name)
-            )),
+            seen => fail(
+                seen.failure_kind(),
+                format!("{}; expected a rejection ({want})", seen.describe(name)),
+            ),
         };
     }
     let got: Result<usize, (&'static str, String)> = match run_case::prepare(case, 0, limits) {
@@ -306,23 +314,27 @@ pub fn check(case: &Case, backend: &dyn Backend, base: Limits) -> Verdict {
             match run {
                 Ok(r) => r.map(|outs| outs.len()),
                 Err(p) => {
-                    return fail(format!(
-                        "{name} panicked ({}); expected {want}",
-                        panic_text(p)
-                    ))
+                    return fail(
+                        FailureKind::Panic,
+                        format!("{name} panicked ({}); expected {want}", panic_text(p)),
+                    )
                 }
             }
         }
     };
     match got {
-        Ok(n) => fail(format!(
-            "{name} accepted it and produced {n} outputs; expected {want}"
-        )),
+        Ok(n) => fail(
+            FailureKind::Accepted,
+            format!("{name} accepted it and produced {n} outputs; expected {want}"),
+        ),
         Err((kind, message)) => {
             if kind == expected.kind && message.contains(&expected.message) {
                 Verdict::default()
             } else {
-                fail(format!("expected {want}; got a '{kind}' error: {message}"))
+                fail(
+                    FailureKind::Error,
+                    format!("expected {want}; got a '{kind}' error: {message}"),
+                )
             }
         }
     }

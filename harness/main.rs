@@ -32,13 +32,21 @@ use std::sync::Arc;
 fn main() {
     let args = Arguments::from_args();
     let recorder = Recorder::default();
-    let trials = match trials(&recorder) {
+    let (trials, judged) = match trials(&recorder) {
         Ok(t) => t,
-        Err(e) => vec![Trial::test("discovery", move || {
-            Err(format!("{e:#}").into())
-        })],
+        Err(e) => (
+            vec![Trial::test("discovery", move || {
+                Err(format!("{e:#}").into())
+            })],
+            None,
+        ),
     };
     let conclusion = libtest_mimic::run(&args, trials);
+    // Entries that no trial's failure used can only be told after all
+    // trials ran, so this check follows the run (and needs a complete one).
+    let stale = judged.map_or_else(Vec::new, |c| {
+        stale_after_run(&args, &c.expectations, c.backend.name())
+    });
     if let Some(path) = std::env::var_os("ONNX_REPORT") {
         if let Err(e) = recorder.write(Path::new(&path)) {
             eprintln!(
@@ -46,6 +54,14 @@ fn main() {
                 Path::new(&path).display()
             );
         }
+    }
+    if !stale.is_empty() {
+        eprintln!(
+            "\nerror: cases/expectations.toml has expected failures that explained no failure in this complete run; \
+             make them match the failure they describe, or remove them:\n  {}",
+            stale.join("\n  ")
+        );
+        std::process::exit(101);
     }
     conclusion.exit();
 }
@@ -88,7 +104,9 @@ struct Ctx {
     limits: Limits,
 }
 
-fn trials(recorder: &Recorder) -> Result<Vec<Trial>> {
+/// The trials, and the context whose expectations they were judged by when
+/// the default cases run (staleness is judged for those only).
+fn trials(recorder: &Recorder) -> Result<(Vec<Trial>, Option<Arc<Ctx>>)> {
     let default_root = manifest_dir().join("cases");
     let roots = discover::roots(&default_root);
     let using_default = roots == [default_root.clone()];
@@ -166,7 +184,7 @@ fn trials(recorder: &Recorder) -> Result<Vec<Trial>> {
             .expectations
             .unused(&names, ctx.backend.name())
             .iter()
-            .map(|e| format!("{} ({})", e.trial, e.reason))
+            .map(|e| format!("{} ({})", e.trial.as_deref().unwrap_or("*"), e.reason))
             .collect();
         trials.push(Trial::test("expectations/no-stale-entries", move || {
             if stale.is_empty() {
@@ -180,7 +198,7 @@ fn trials(recorder: &Recorder) -> Result<Vec<Trial>> {
             }
         }));
     }
-    Ok(trials)
+    Ok((trials, using_default.then_some(ctx)))
 }
 
 /// The `@<Op>-<version>` trials of one data set of a single-node case.
@@ -316,6 +334,11 @@ fn trial(
     run: impl FnOnce() -> Verdict + Send + 'static,
 ) -> Trial {
     let expect = ctx.expectations.lookup(&name, ctx.backend.name());
+    let kind = match &expect {
+        Expect::Skip(reason) => Some(format!("skip: {reason}")),
+        Expect::Fail(_) => Some("expected failure".to_string()),
+        Expect::Pass => None,
+    };
     let c = ctx.clone();
     let trial_name = name.clone();
     let trial = Trial::ignorable_test(name, move || {
@@ -324,43 +347,9 @@ fn trial(
                 with(Outcome::Skipped, reason, None),
                 Ok(Completion::ignored_with(format!("skipped: {reason}"))),
             ),
-            Expect::Pass => {
+            Expect::Pass | Expect::Fail(_) => {
                 let v = run();
-                match v.failure.clone() {
-                    None => (with(Outcome::Pass, "", Some(&v)), Ok(Completion::Completed)),
-                    Some(m) => match c
-                        .expectations
-                        .known_failure(&trial_name, c.backend.name(), &m)
-                    {
-                        Some(reason) => (
-                            with(Outcome::ExpectedFailure, &reason, Some(&v)),
-                            Ok(Completion::ignored_with(format!(
-                                "expected failure: {reason}"
-                            ))),
-                        ),
-                        None => (with(Outcome::Fail, &m, Some(&v)), Err(Failed::from(m))),
-                    },
-                }
-            }
-            Expect::Fail(reason) => {
-                let v = run();
-                match v.failure {
-                    None => {
-                        let m = format!(
-                            "listed as an expected failure ({reason}) but it passes: remove it from cases/expectations.toml"
-                        );
-                        (
-                            with(Outcome::UnexpectedPass, &m, Some(&v)),
-                            Err(Failed::from(m)),
-                        )
-                    }
-                    Some(_) => (
-                        with(Outcome::ExpectedFailure, reason, Some(&v)),
-                        Ok(Completion::ignored_with(format!(
-                            "expected failure: {reason}"
-                        ))),
-                    ),
-                }
+                judge(&c, &trial_name, &expect, &v)
             }
         };
         let (o, msg, verdict) = outcome;
@@ -368,9 +357,65 @@ fn trial(
             .push(meta.outcome(o, (!msg.is_empty()).then_some(msg), verdict.as_ref()));
         result
     });
-    match &ctx.expectations.lookup(trial.name(), ctx.backend.name()) {
-        Expect::Skip(reason) => trial.with_kind(format!("skip: {reason}")),
-        Expect::Fail(_) => trial.with_kind("expected failure"),
-        Expect::Pass => trial,
+    match kind {
+        Some(k) => trial.with_kind(k),
+        None => trial,
     }
+}
+
+type Judged = (
+    (Outcome, String, Option<Verdict>),
+    Result<Completion, Failed>,
+);
+
+/// Holds a run's verdict to the expectations: a failure passes only when an
+/// entry names its kind and message; a listed trial must fail so.
+fn judge(c: &Ctx, name: &str, expect: &Expect, v: &Verdict) -> Judged {
+    let backend = c.backend.name();
+    let (Some(m), Some(kind)) = (v.failure.clone(), v.kind) else {
+        return match expect {
+            Expect::Fail(listed) => {
+                let m = format!(
+                    "listed as an expected failure but it passes: remove the entry from cases/expectations.toml ({})",
+                    listed.join("; ")
+                );
+                (
+                    with(Outcome::UnexpectedPass, &m, Some(v)),
+                    Err(Failed::from(m)),
+                )
+            }
+            _ => (with(Outcome::Pass, "", Some(v)), Ok(Completion::Completed)),
+        };
+    };
+    if let Some(reason) = c.expectations.explain(name, backend, kind, &m) {
+        return (
+            with(Outcome::ExpectedFailure, &reason, Some(v)),
+            Ok(Completion::ignored_with(format!(
+                "expected {kind} failure: {reason}"
+            ))),
+        );
+    }
+    let m = match expect {
+        Expect::Fail(listed) => format!(
+            "fails another way than cases/expectations.toml expects ({}); it failed with {kind}: {m}",
+            listed.join("; ")
+        ),
+        _ => format!("[{kind}] {m}"),
+    };
+    (with(Outcome::Fail, &m, Some(v)), Err(Failed::from(m)))
+}
+
+/// After a complete run (no filter, nothing skipped, not a listing), every
+/// expected failure of this backend must have explained a failure: the
+/// ones that did not are stale. Returns them, described.
+fn stale_after_run(args: &Arguments, expectations: &Expectations, backend: &str) -> Vec<String> {
+    let complete = args.filter.is_none() && args.skip.is_empty() && !args.list && !args.ignored;
+    if !complete {
+        return Vec::new();
+    }
+    expectations
+        .unexplained(backend)
+        .iter()
+        .map(|e| format!("{} ({})", e.describe(), e.reason))
+        .collect()
 }

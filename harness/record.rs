@@ -81,6 +81,10 @@ impl MetaExt for Meta {
             meta: self.clone(),
             outcome,
             message,
+            failure: match outcome {
+                Outcome::Fail | Outcome::ExpectedFailure => verdict.and_then(|v| v.kind),
+                _ => None,
+            },
             max_abs: verdict.and_then(|v| finite(v.max_abs)),
             max_rel: verdict.and_then(|v| finite(v.max_rel)),
             bound_units: verdict.and_then(|v| v.bound_units),

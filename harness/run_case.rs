@@ -5,6 +5,7 @@ use anyhow::{Context, Result};
 use onnx_conformance::backend::Backend;
 use onnx_conformance::compare::{self, Mismatch, Policy};
 use onnx_conformance::proto::{self, LoadOptions};
+pub use onnx_conformance::trial_record::FailureKind;
 use onnx_conformance::verdict::{self, Tolerance};
 use onnx_conformance::{files, Limits, Storage, Tensor};
 use std::path::{Path, PathBuf};
@@ -27,11 +28,26 @@ pub struct Prepared {
 pub struct Verdict {
     /// The failure message, when it failed.
     pub failure: Option<String>,
+    /// Which way it failed (set with `failure`).
+    pub kind: Option<FailureKind>,
     /// Largest absolute and relative error over all outputs (0 when exact).
     pub max_abs: f64,
     pub max_rel: f64,
     /// Largest error in units of its bound, where an error bound judged.
     pub bound_units: Option<f64>,
+}
+
+impl Verdict {
+    /// A failure with no error figures.
+    pub fn failed(kind: FailureKind, message: String) -> Verdict {
+        Verdict {
+            failure: Some(message),
+            kind: Some(kind),
+            max_abs: f64::NAN,
+            max_rel: f64::NAN,
+            bound_units: None,
+        }
+    }
 }
 
 /// The policy family of this run (`ONNX_TOLERANCE`), read once.
@@ -102,12 +118,7 @@ pub fn check_verdict(
     };
     match prepare(case, data_set, limits) {
         Ok(p) => run_prepared(&label, &p, backend, &artifact_dir(target, case, &suffix)),
-        Err(e) => Verdict {
-            failure: Some(format!("{label}: {e:#}")),
-            max_abs: f64::NAN,
-            max_rel: f64::NAN,
-            bound_units: None,
-        },
+        Err(e) => Verdict::failed(FailureKind::Error, format!("{label}: {e:#}")),
     }
 }
 
@@ -116,12 +127,7 @@ pub fn check_verdict(
 pub fn run_prepared(label: &str, p: &Prepared, backend: &dyn Backend, artifacts: &Path) -> Verdict {
     match tolerance() {
         Ok(t) => run_prepared_with(label, p, backend, artifacts, t),
-        Err(e) => Verdict {
-            failure: Some(format!("{label}: {e}")),
-            max_abs: f64::NAN,
-            max_rel: f64::NAN,
-            bound_units: None,
-        },
+        Err(e) => Verdict::failed(FailureKind::Error, format!("{label}: {e}")),
     }
 }
 
@@ -133,35 +139,41 @@ pub fn run_prepared_with(
     artifacts: &Path,
     tolerance: Tolerance,
 ) -> Verdict {
-    let fail = |m: String| Verdict {
-        failure: Some(format!("{label}: {m}")),
-        max_abs: f64::NAN,
-        max_rel: f64::NAN,
-        bound_units: None,
-    };
+    let fail = |kind, m: String| Verdict::failed(kind, format!("{label}: {m}"));
     // A runtime that panics is judged like one that returns an error.
     let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         backend.run(&p.model, &p.bytes, &p.inputs)
     }));
     let actual = match run {
         Ok(Ok(a)) => a,
-        Ok(Err(e)) => return fail(format!("{} failed: {e}", backend.name())),
+        Ok(Err(e)) => {
+            return fail(
+                FailureKind::Error,
+                format!("{} failed: {e}", backend.name()),
+            )
+        }
         Err(panic) => {
             let what = panic
                 .downcast_ref::<String>()
                 .cloned()
                 .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "unknown panic".into());
-            return fail(format!("{} panicked: {what}", backend.name()));
+            return fail(
+                FailureKind::Panic,
+                format!("{} panicked: {what}", backend.name()),
+            );
         }
     };
     if actual.len() != p.outputs.len() {
-        return fail(format!(
-            "{} produced {} outputs, the data set expects {}",
-            backend.name(),
-            actual.len(),
-            p.outputs.len()
-        ));
+        return fail(
+            FailureKind::Values,
+            format!(
+                "{} produced {} outputs, the data set expects {}",
+                backend.name(),
+                actual.len(),
+                p.outputs.len()
+            ),
+        );
     }
     let mut verdict = Verdict::default();
     let mut problems = Vec::new();
@@ -225,6 +237,7 @@ pub fn run_prepared_with(
         ),
     };
     verdict.failure = Some(format!("{label}:\n  {}\n  {saved}", problems.join("\n  ")));
+    verdict.kind = Some(FailureKind::Values);
     verdict
 }
 

@@ -43,6 +43,48 @@ impl Outcome {
     }
 }
 
+/// Which way a trial failed. Expected failures name the kind they expect,
+/// so a trial that starts failing another way is not excused by them.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// The runtime produced outputs, and they are wrong: values beyond the
+    /// policy, or the wrong shape, element type or number of outputs.
+    Values,
+    /// The runtime (or the loader that reads the case) refused with an
+    /// error; for an invalid case, an error other than the one expected.
+    Error,
+    /// The runtime panicked or crashed.
+    Panic,
+    /// An invalid case that the runtime accepted instead of rejecting.
+    Accepted,
+}
+
+impl FailureKind {
+    pub const ALL: [FailureKind; 4] = [
+        FailureKind::Values,
+        FailureKind::Error,
+        FailureKind::Panic,
+        FailureKind::Accepted,
+    ];
+
+    /// The name used in JSON, reports and `cases/expectations.toml`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FailureKind::Values => "values",
+            FailureKind::Error => "error",
+            FailureKind::Panic => "panic",
+            FailureKind::Accepted => "accepted",
+        }
+    }
+}
+
+impl std::fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// What a trial is about: its operator, version and element type.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TrialMeta {
@@ -70,6 +112,9 @@ pub struct TrialRecord {
     pub meta: TrialMeta,
     pub outcome: Outcome,
     pub message: Option<String>,
+    /// How the trial failed (for fails and expected failures).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<FailureKind>,
     pub max_abs: Option<f64>,
     pub max_rel: Option<f64>,
     /// Largest error in units of its bound, where the error-bound policy

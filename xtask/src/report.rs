@@ -494,6 +494,7 @@ mod tests {
             },
             outcome,
             message: Some(message.into()),
+            failure: None,
             max_abs: None,
             max_rel: None,
             bound_units: None,
