@@ -63,6 +63,52 @@ pub fn discover(roots: &[PathBuf]) -> Result<Vec<Case>> {
     Ok(cases)
 }
 
+/// The cases that trials named `names` belong to, found from the names
+/// alone (no walk of the roots), so that one trial can run without reading
+/// every case. `None` when a name does not lead to a case folder: the
+/// caller then discovers everything.
+pub fn locate(roots: &[PathBuf], names: &[String]) -> Option<Vec<Case>> {
+    let mut cases: Vec<Case> = Vec::new();
+    for name in names {
+        let id = case_id_of_trial(name);
+        if cases.iter().any(|c| c.id() == id) {
+            continue;
+        }
+        cases.push(locate_one(roots, id)?);
+    }
+    cases.sort_by_key(|c| c.id());
+    Some(cases)
+}
+
+/// A trial name without its data set (`#N`), version (`@Op-N`) and
+/// reading (`~...`) suffixes: the id of its case.
+pub fn case_id_of_trial(name: &str) -> &str {
+    let end = name.find(['#', '@', '~']).unwrap_or(name.len());
+    &name[..end]
+}
+
+fn locate_one(roots: &[PathBuf], id: &str) -> Option<Case> {
+    let (source, name) = id.rsplit_once('/')?;
+    if name.is_empty() || name.contains("..") || source.split('/').any(|p| p == "..") {
+        return None;
+    }
+    for root in roots {
+        // The case's id depends on where it sits under its root (see
+        // `case_at`), so each place it could be is checked by the id it gives.
+        let places = [root.join(source).join(name), root.join(name), root.clone()];
+        for dir in places {
+            if dir.join("model.onnx").is_file() {
+                if let Ok(case) = case_at(root, &dir) {
+                    if case.id() == id {
+                        return Some(case);
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
 fn case_at(root: &Path, dir: &Path) -> Result<Case> {
     let rel = dir.strip_prefix(root).unwrap_or(dir);
     let mut parts: Vec<String> = rel

@@ -11,6 +11,7 @@
 //! A case folder with `expected_error.toml` is invalid input: its trial
 //! passes when the input is rejected with the expected error (`invalid.rs`).
 
+mod cli;
 mod discover;
 mod expectations;
 mod invalid;
@@ -20,8 +21,9 @@ mod run_case;
 mod variants;
 
 use anyhow::{bail, Result};
+use cli::Cli;
 use expectations::{Expect, Expectations};
-use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use libtest_mimic::{Completion, Failed, Trial};
 use onnx_conformance::backend::{Backend, Ours};
 use onnx_conformance::Limits;
 use record::{with, Meta, MetaExt, Outcome, Recorder};
@@ -30,9 +32,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 fn main() {
-    let args = Arguments::from_args();
+    let mut cli = Cli::from_env();
     let recorder = Recorder::default();
-    let (trials, judged) = match trials(&recorder) {
+    let (trials, judged) = match trials(&recorder, &cli) {
         Ok(t) => t,
         Err(e) => (
             vec![Trial::test("discovery", move || {
@@ -41,12 +43,14 @@ fn main() {
             None,
         ),
     };
-    let conclusion = libtest_mimic::run(&args, trials);
+    let trials = cli.select(trials);
+    let conclusion = libtest_mimic::run(&cli.args, trials);
     // Entries that no trial's failure used can only be told after all
     // trials ran, so this check follows the run (and needs a complete one).
-    let stale = judged.map_or_else(Vec::new, |c| {
-        stale_after_run(&args, &c.expectations, c.backend.name())
-    });
+    let stale = match judged {
+        Some(c) if cli.is_complete() => stale_after_run(&c.expectations, c.backend.name()),
+        _ => Vec::new(),
+    };
     if let Some(path) = std::env::var_os("ONNX_REPORT") {
         if let Err(e) = recorder.write(Path::new(&path)) {
             eprintln!(
@@ -102,15 +106,47 @@ struct Ctx {
     target: PathBuf,
     recorder: Recorder,
     limits: Limits,
+    /// With `--exact`, the trial names asked for: only those are built.
+    only: Option<Vec<String>>,
+}
+
+impl Ctx {
+    /// Whether the trial named `name` (without its reading label) is to be
+    /// built.
+    fn wants(&self, name: &str) -> bool {
+        self.only.as_ref().is_none_or(|only| {
+            only.iter()
+                .any(|n| n.split_once('~').map_or(n.as_str(), |(n, _)| n) == name)
+        })
+    }
+
+    /// Whether any trial of data set `base` at another version is wanted.
+    fn wants_variants_of(&self, base: &str) -> bool {
+        self.only.as_ref().is_none_or(|only| {
+            only.iter().any(|n| {
+                n.strip_prefix(base)
+                    .is_some_and(|rest| rest.starts_with('@'))
+            })
+        })
+    }
 }
 
 /// The trials, and the context whose expectations they were judged by when
 /// the default cases run (staleness is judged for those only).
-fn trials(recorder: &Recorder) -> Result<(Vec<Trial>, Option<Arc<Ctx>>)> {
+fn trials(recorder: &Recorder, cli: &Cli) -> Result<(Vec<Trial>, Option<Arc<Ctx>>)> {
     let default_root = manifest_dir().join("cases");
     let roots = discover::roots(&default_root);
     let using_default = roots == [default_root.clone()];
-    let cases = discover::discover(&roots)?;
+    // `--exact NAME` (how cargo-nextest runs each trial) reads only the
+    // cases the names lead to; anything else reads every case.
+    let located = cli
+        .exact_names()
+        .and_then(|names| discover::locate(&roots, names));
+    let whole = located.is_none();
+    let cases = match &located {
+        Some(cases) => cases.clone(),
+        None => discover::discover(&roots)?,
+    };
     let limits = limits()?;
     let ctx = Arc::new(Ctx {
         expectations: Expectations::load(&default_root.join("expectations.toml"))?,
@@ -118,68 +154,17 @@ fn trials(recorder: &Recorder) -> Result<(Vec<Trial>, Option<Arc<Ctx>>)> {
         target: target_dir(),
         recorder: recorder.clone(),
         limits,
+        only: located
+            .as_ref()
+            .and(cli.exact_names())
+            .map(<[String]>::to_vec),
     });
     let mut trials = Vec::new();
     let mut names = Vec::new();
     for case in cases {
-        let case = Arc::new(case);
-        if let Some(problem) = case.layout_error.clone() {
-            let id = case.id();
-            names.push(id.clone());
-            trials.push(Trial::test(id.clone(), move || {
-                Err(format!("case {id}: {problem}").into())
-            }));
-            continue;
-        }
-        if case.expected_error.is_some() {
-            trials.push(invalid_trial(&ctx, &case, &mut names));
-            continue;
-        }
-        if case.data_sets.is_empty() {
-            let id = case.id();
-            let dir = case.dir.display().to_string();
-            names.push(id.clone());
-            trials.push(Trial::test(id.clone(), move || {
-                Err(format!("case {id} ({dir}) has no test_data_set_* folder").into())
-            }));
-            continue;
-        }
-        let meta = Meta::of_case(&case);
-        for ds in 0..case.data_sets.len() {
-            let name = if ds == 0 {
-                case.id()
-            } else {
-                format!("{}#{ds}", case.id())
-            };
-            let name = reading::label(name, meta.later_reading.as_deref());
-            names.push(name.clone());
-            let (c, case2, meta2) = (ctx.clone(), case.clone(), meta.clone().named(&name, false));
-            trials.push(trial(&ctx, name, meta2, move || {
-                run_case::check_verdict(&case2, ds, c.backend.as_ref(), &c.target, c.limits)
-            }));
-            // Variants are built here, at discovery: a bug in building them
-            // for odd input must fail one trial, not stop the whole run.
-            let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let mut more = Vec::new();
-                let t = version_trials(&ctx, &case, ds, &meta, &mut more);
-                (t, more)
-            }));
-            match built {
-                Ok((t, more)) => {
-                    trials.extend(t);
-                    names.extend(more);
-                }
-                Err(_) => {
-                    let id = format!("{}@versions", case.id());
-                    names.push(id.clone());
-                    trials.push(Trial::test(id.clone(), move || {
-                        Err(format!("{id}: building the version variants panicked").into())
-                    }));
-                }
-            }
-        }
+        case_trials(&ctx, Arc::new(case), &mut trials, &mut names);
     }
-    if using_default {
+    if using_default && whole {
         let stale: Vec<String> = ctx
             .expectations
             .unused(&names, ctx.backend.name())
@@ -199,6 +184,79 @@ fn trials(recorder: &Recorder) -> Result<(Vec<Trial>, Option<Arc<Ctx>>)> {
         }));
     }
     Ok((trials, using_default.then_some(ctx)))
+}
+
+/// Every trial of one case, with their names.
+fn case_trials(
+    ctx: &Arc<Ctx>,
+    case: Arc<discover::Case>,
+    trials: &mut Vec<Trial>,
+    names: &mut Vec<String>,
+) {
+    if let Some(problem) = case.layout_error.clone() {
+        let id = case.id();
+        names.push(id.clone());
+        trials.push(Trial::test(id.clone(), move || {
+            Err(format!("case {id}: {problem}").into())
+        }));
+        return;
+    }
+    if case.expected_error.is_some() {
+        trials.push(invalid_trial(ctx, &case, names));
+        return;
+    }
+    if case.data_sets.is_empty() {
+        let id = case.id();
+        let dir = case.dir.display().to_string();
+        names.push(id.clone());
+        trials.push(Trial::test(id.clone(), move || {
+            Err(format!("case {id} ({dir}) has no test_data_set_* folder").into())
+        }));
+        return;
+    }
+    let meta = Meta::of_case(&case);
+    for ds in 0..case.data_sets.len() {
+        let name = if ds == 0 {
+            case.id()
+        } else {
+            format!("{}#{ds}", case.id())
+        };
+        if !ctx.wants_variants_of(&name) && !ctx.wants(&name) {
+            continue;
+        }
+        let base = name.clone();
+        let name = reading::label(name, meta.later_reading.as_deref());
+        names.push(name.clone());
+        if ctx.wants(&base) {
+            let (c, case2, meta2) = (ctx.clone(), case.clone(), meta.clone().named(&name, false));
+            trials.push(trial(ctx, name, meta2, move || {
+                run_case::check_verdict(&case2, ds, c.backend.as_ref(), &c.target, c.limits)
+            }));
+        }
+        if !ctx.wants_variants_of(&base) {
+            continue;
+        }
+        // Variants are built here, at discovery: a bug in building them
+        // for odd input must fail one trial, not stop the whole run.
+        let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut more = Vec::new();
+            let t = version_trials(ctx, &case, ds, &meta, &mut more);
+            (t, more)
+        }));
+        match built {
+            Ok((t, more)) => {
+                trials.extend(t);
+                names.extend(more);
+            }
+            Err(_) => {
+                let id = format!("{}@versions", case.id());
+                names.push(id.clone());
+                trials.push(Trial::test(id.clone(), move || {
+                    Err(format!("{id}: building the version variants panicked").into())
+                }));
+            }
+        }
+    }
 }
 
 /// The `@<Op>-<version>` trials of one data set of a single-node case.
@@ -227,6 +285,9 @@ fn version_trials(
         format!("{}#{ds}", case.id())
     };
     for &to in versions.iter().filter(|&&v| v != from) {
+        if !ctx.wants(&format!("{base}@{}-{to}", meta.op)) {
+            continue;
+        }
         let rewritten = variants::at_version(&prepared, from, to);
         let later = rewritten.as_ref().ok().and_then(|p| {
             variants::single_node(&p.model).and_then(|(n, v)| reading::later_reading(n, v))
@@ -258,8 +319,7 @@ fn version_trials(
                     Trial::ignorable_test(name, move || {
                         Ok(Completion::ignored_with(format!("not expressible: {r}")))
                     })
-                    .with_ignored_flag(true)
-                    .with_kind(format!("not expressible: {reason}")),
+                    .with_ignored_flag(true),
                 );
             }
         }
@@ -284,8 +344,7 @@ fn invalid_trial(ctx: &Arc<Ctx>, case: &Arc<discover::Case>, names: &mut Vec<Str
         ctx.recorder
             .push(meta.outcome(Outcome::Skipped, Some(reason.clone()), None));
         return Trial::ignorable_test(name, move || Ok(Completion::ignored_with(reason)))
-            .with_ignored_flag(true)
-            .with_kind("limits of this suite");
+            .with_ignored_flag(true);
     }
     if let Some(quote) = expected
         .as_ref()
@@ -302,8 +361,7 @@ fn invalid_trial(ctx: &Arc<Ctx>, case: &Arc<discover::Case>, names: &mut Vec<Str
             c.recorder
                 .push(meta.outcome(Outcome::Undefined, Some(message.clone()), None));
             Ok(Completion::ignored_with(message))
-        })
-        .with_kind("undefined by the spec");
+        });
     }
     if other {
         // Cases with limits of their own were skipped above.
@@ -312,8 +370,7 @@ fn invalid_trial(ctx: &Arc<Ctx>, case: &Arc<discover::Case>, names: &mut Vec<Str
                 .push(meta.outcome(Outcome::CannotRun, Some(reason.clone()), None));
             let r = format!("cannot run: {reason}");
             return Trial::ignorable_test(name, move || Ok(Completion::ignored_with(r)))
-                .with_ignored_flag(true)
-                .with_kind("cannot run");
+                .with_ignored_flag(true);
         }
     }
     // Only judged trials can use an expectation: an entry naming an
@@ -323,7 +380,6 @@ fn invalid_trial(ctx: &Arc<Ctx>, case: &Arc<discover::Case>, names: &mut Vec<Str
     trial(ctx, name, meta, move || {
         invalid::check(&case, c.backend.as_ref(), c.limits)
     })
-    .with_kind("invalid input")
 }
 
 /// A trial that applies the expectations to a run's verdict and records it.
@@ -334,14 +390,9 @@ fn trial(
     run: impl FnOnce() -> Verdict + Send + 'static,
 ) -> Trial {
     let expect = ctx.expectations.lookup(&name, ctx.backend.name());
-    let kind = match &expect {
-        Expect::Skip(reason) => Some(format!("skip: {reason}")),
-        Expect::Fail(_) => Some("expected failure".to_string()),
-        Expect::Pass => None,
-    };
     let c = ctx.clone();
     let trial_name = name.clone();
-    let trial = Trial::ignorable_test(name, move || {
+    Trial::ignorable_test(name, move || {
         let (outcome, result) = match &expect {
             Expect::Skip(reason) => (
                 with(Outcome::Skipped, reason, None),
@@ -356,11 +407,7 @@ fn trial(
         c.recorder
             .push(meta.outcome(o, (!msg.is_empty()).then_some(msg), verdict.as_ref()));
         result
-    });
-    match kind {
-        Some(k) => trial.with_kind(k),
-        None => trial,
-    }
+    })
 }
 
 type Judged = (
@@ -405,14 +452,10 @@ fn judge(c: &Ctx, name: &str, expect: &Expect, v: &Verdict) -> Judged {
     (with(Outcome::Fail, &m, Some(v)), Err(Failed::from(m)))
 }
 
-/// After a complete run (no filter, nothing skipped, not a listing), every
-/// expected failure of this backend must have explained a failure: the
-/// ones that did not are stale. Returns them, described.
-fn stale_after_run(args: &Arguments, expectations: &Expectations, backend: &str) -> Vec<String> {
-    let complete = args.filter.is_none() && args.skip.is_empty() && !args.list && !args.ignored;
-    if !complete {
-        return Vec::new();
-    }
+/// After a complete run, every expected failure of this backend must have
+/// explained a failure: the ones that did not are stale. Returns them,
+/// described.
+fn stale_after_run(expectations: &Expectations, backend: &str) -> Vec<String> {
     expectations
         .unexplained(backend)
         .iter()

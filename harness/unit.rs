@@ -2,6 +2,8 @@
 //! so its modules' tests run here.
 #![allow(dead_code)]
 
+#[path = "cli.rs"]
+mod cli;
 #[path = "discover.rs"]
 mod discover;
 #[path = "expectations.rs"]
@@ -541,4 +543,45 @@ fn other_runtimes_get_the_files_our_loader_rejects() {
         why.contains("fake takes decoded tensors") && why.contains("input_0.pb"),
         "{why}"
     );
+}
+
+#[test]
+fn trials_lead_to_their_case_without_a_walk() {
+    let root = scratch("locate");
+    copy_case(&official("test_edge_pad"), &root.join("mine/test_edge_pad"));
+    copy_case(&official("test_wrap_pad"), &root.join("test_wrap_pad"));
+    let roots = [root.clone()];
+    let base = root.file_name().unwrap().to_string_lossy().to_string();
+    let ids = |names: &[&str]| {
+        discover::locate(
+            &roots,
+            &names.iter().map(|n| n.to_string()).collect::<Vec<_>>(),
+        )
+        .map(|cases| cases.iter().map(|c| c.id()).collect::<Vec<_>>())
+    };
+    // Every suffix a trial name can carry leads to the same case as the
+    // walk names it.
+    let wrap = format!("{base}/test_wrap_pad");
+    assert_eq!(
+        ids(&[
+            "mine/test_edge_pad#1@Pad-2~later-reading",
+            "mine/test_edge_pad@Pad-19",
+            &wrap
+        ]),
+        Some(vec![wrap.clone(), "mine/test_edge_pad".into()])
+    );
+    assert_eq!(
+        ids(&["mine/test_edge_pad"]).unwrap(),
+        discover::discover(&roots)
+            .unwrap()
+            .iter()
+            .filter(|c| c.id() == "mine/test_edge_pad")
+            .map(|c| c.id())
+            .collect::<Vec<_>>()
+    );
+    // Names that lead nowhere (or outside the root) fall back to the walk.
+    assert_eq!(ids(&["mine/test_missing"]), None);
+    assert_eq!(ids(&["expectations/no-stale-entries"]), None);
+    assert_eq!(ids(&["../mine/test_edge_pad"]), None);
+    assert_eq!(ids(&["no_source"]), None);
 }
