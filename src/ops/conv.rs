@@ -1207,6 +1207,7 @@ fn depthwise_plane<T: Real>(g: &Geometry, x: &[T], w: &[T], plane: usize, out: &
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_rng::Rng;
 
     /// The obvious direct convolution in f64: the oracle for the fast paths.
     fn reference(g: &Geometry, x: &[f64], w: &[f64], bias: Option<&[f64]>) -> Vec<f64> {
@@ -1259,31 +1260,22 @@ mod tests {
         y
     }
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self, m: u64) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0 % m
-        }
-        fn f(&mut self) -> f64 {
-            self.next(2001) as f64 / 1000.0 - 1.0
-        }
-    }
-
     #[test]
     fn fast_paths_match_the_direct_reference() {
-        let mut r = Rng(0x9E3779B97F4A7C15);
+        let mut r = Rng::new(0x9E3779B97F4A7C15);
         let mut checked = 0;
         for case in 0..300 {
-            let rank = 1 + r.next(3) as usize;
-            let group = [1, 1, 2, 3][r.next(4) as usize];
-            let depthwise = r.next(4) == 0;
-            let cg = if depthwise { 1 } else { 1 + r.next(3) as usize };
-            let mg = 1 + r.next(3) as usize;
-            let pointwise = r.next(5) == 0;
-            let mut x_shape = vec![1 + r.next(2) as usize, cg * group];
+            let rank = 1 + r.below(3) as usize;
+            let group = [1, 1, 2, 3][r.below(4) as usize];
+            let depthwise = r.below(4) == 0;
+            let cg = if depthwise {
+                1
+            } else {
+                1 + r.below(3) as usize
+            };
+            let mg = 1 + r.below(3) as usize;
+            let pointwise = r.below(5) == 0;
+            let mut x_shape = vec![1 + r.below(2) as usize, cg * group];
             let mut w_shape = vec![mg * group, cg];
             let mut attrs = ConvAttrs {
                 group: group as i64,
@@ -1293,13 +1285,17 @@ mod tests {
             let mut dil = vec![];
             let mut pads = vec![0i64; 2 * rank];
             for a in 0..rank {
-                x_shape.push(1 + r.next(7) as usize);
-                w_shape.push(if pointwise { 1 } else { 1 + r.next(3) as usize });
-                strides.push(if pointwise { 1 } else { 1 + r.next(3) as i64 });
-                dil.push(1 + r.next(2) as i64);
+                x_shape.push(1 + r.below(7) as usize);
+                w_shape.push(if pointwise {
+                    1
+                } else {
+                    1 + r.below(3) as usize
+                });
+                strides.push(if pointwise { 1 } else { 1 + r.below(3) as i64 });
+                dil.push(1 + r.below(2) as i64);
                 if !pointwise {
-                    pads[a] = r.next(3) as i64;
-                    pads[a + rank] = r.next(3) as i64;
+                    pads[a] = r.below(3) as i64;
+                    pads[a + rank] = r.below(3) as i64;
                 }
             }
             attrs.strides = Some(strides);
@@ -1309,7 +1305,7 @@ mod tests {
                 AutoPad::SameUpper,
                 AutoPad::SameLower,
                 AutoPad::Valid,
-            ][r.next(4) as usize];
+            ][r.below(4) as usize];
             if attrs.auto_pad == AutoPad::NotSet {
                 attrs.pads = Some(pads);
             }
@@ -1318,12 +1314,12 @@ mod tests {
                 continue; // invalid geometry: covered by the rejection tests
             };
             let xs: Vec<f64> = (0..x_shape.iter().product::<usize>())
-                .map(|_| r.f())
+                .map(|_| r.signed_unit())
                 .collect();
             let ws: Vec<f64> = (0..w_shape.iter().product::<usize>())
-                .map(|_| r.f())
+                .map(|_| r.signed_unit())
                 .collect();
-            let bs: Vec<f64> = (0..m).map(|_| r.f()).collect();
+            let bs: Vec<f64> = (0..m).map(|_| r.signed_unit()).collect();
             let want = reference(&g, &xs, &ws, Some(&bs));
             let got64 = conv(&g, &xs, &ws, Some(&bs), TILE_BYTES);
             let x32: Vec<f32> = xs.iter().map(|&v| v as f32).collect();
@@ -1417,9 +1413,9 @@ mod tests {
             ..Default::default()
         };
         let g = geometry(&attrs, &[1, 40, 70, 90], &[3, 40, 3, 3], None).unwrap();
-        let mut r = Rng(7);
-        let xs: Vec<f64> = (0..40 * 70 * 90).map(|_| r.f()).collect();
-        let ws: Vec<f64> = (0..3 * 40 * 9).map(|_| r.f()).collect();
+        let mut r = Rng::new(7);
+        let xs: Vec<f64> = (0..40 * 70 * 90).map(|_| r.signed_unit()).collect();
+        let ws: Vec<f64> = (0..3 * 40 * 9).map(|_| r.signed_unit()).collect();
         assert!(g.out_size() > TILE_BYTES / 8 / (40 * 9));
         let want = reference(&g, &xs, &ws, None);
         let got = conv(&g, &xs, &ws, None, TILE_BYTES);
