@@ -25,11 +25,17 @@ use onnx_conformance::backend::Ours;
 use onnx_conformance::Limits;
 use std::path::{Path, PathBuf};
 
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("harness-unit-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh folder in the system's temporary folder, and its path. The folder
+/// and everything in it are removed when the `TempDir` is dropped, so bind
+/// it to a named variable (`_dir`, not `_`, which drops it at once) for as
+/// long as the path is used.
+fn scratch(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("harness-unit-{name}-"))
+        .tempdir()
+        .unwrap();
+    let path = dir.path().to_path_buf();
+    (dir, path)
 }
 
 fn copy_case(from: &Path, to: &Path) {
@@ -56,7 +62,7 @@ fn official(name: &str) -> PathBuf {
 
 #[test]
 fn zero_cases_is_an_error_naming_the_folder() {
-    let root = scratch("empty");
+    let (_dir, root) = scratch("empty");
     let e = discover::discover(std::slice::from_ref(&root))
         .unwrap_err()
         .to_string();
@@ -72,7 +78,7 @@ fn zero_cases_is_an_error_naming_the_folder() {
 
 #[test]
 fn cases_are_named_by_source_and_folder() {
-    let root = scratch("names");
+    let (_dir, root) = scratch("names");
     copy_case(&official("test_edge_pad"), &root.join("mine/test_edge_pad"));
     copy_case(&official("test_wrap_pad"), &root.join("test_wrap_pad"));
     let cases = discover::discover(std::slice::from_ref(&root)).unwrap();
@@ -89,7 +95,7 @@ fn cases_are_named_by_source_and_folder() {
 
 #[test]
 fn garbage_model_and_tensor_files_name_the_case() {
-    let root = scratch("garbage");
+    let (_dir, root) = scratch("garbage");
     let dir = root.join("src/test_edge_pad");
     copy_case(&official("test_edge_pad"), &dir);
     let target = root.join("target");
@@ -120,7 +126,7 @@ fn garbage_model_and_tensor_files_name_the_case() {
 /// an error (a panic would abort this test), and so must odd layouts.
 #[test]
 fn foreign_invalid_cases_fail_with_errors_not_crashes() {
-    let root = scratch("foreign");
+    let (_dir, root) = scratch("foreign");
     let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("cases/invalid");
     let mut copied = 0;
     for e in std::fs::read_dir(&from).unwrap() {
@@ -160,7 +166,7 @@ fn foreign_invalid_cases_fail_with_errors_not_crashes() {
 
 #[test]
 fn a_wrong_expected_output_fails_with_a_report_and_artifacts() {
-    let root = scratch("wrong");
+    let (_dir, root) = scratch("wrong");
     let dir = root.join("src/test_wrap_pad");
     copy_case(&official("test_wrap_pad"), &dir);
     // Swap in another case's output: same dtype family, different shape.
@@ -194,11 +200,10 @@ fn prepared(name: &str) -> run_case::Prepared {
 }
 
 fn prepared_from(dir: &Path) -> run_case::Prepared {
-    // Tests run in parallel and may prepare the same case: one folder each.
-    static COPIES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let name = dir.file_name().unwrap().to_string_lossy().to_string();
-    let root = scratch(&format!("variant-{name}-{n}"));
+    // Tests that prepare the same case in parallel still get a folder each:
+    // tempfile makes every name unique.
+    let (_dir, root) = scratch(&format!("variant-{name}"));
     copy_case(dir, &root.join("node").join(&name));
     let case = discover::discover(std::slice::from_ref(&root))
         .unwrap()
@@ -361,7 +366,7 @@ fn variants_of_a_data_set_missing_inputs_are_an_error() {
 /// the error differs in kind or message, and when its file is malformed.
 #[test]
 fn invalid_trials_fail_unless_rejected_as_expected() {
-    let root = scratch("invalid-check");
+    let (_dir, root) = scratch("invalid-check");
     let dir = root.join("invalid/edge_pad");
     copy_case(&official("test_edge_pad"), &dir);
     let verdict = |toml: &str| {
@@ -412,7 +417,7 @@ fn invalid_case(name: &str) -> PathBuf {
 /// the case fails it too.
 #[test]
 fn cases_onnx_accepts_need_a_spec_quote() {
-    let root = scratch("invalid-audit");
+    let (_dir, root) = scratch("invalid-audit");
     let dir = root.join("invalid/axes_twice");
     copy_case(&invalid_case("pad_axes_repeated"), &dir);
     let audit = |accepts: bool| {
@@ -496,7 +501,7 @@ impl onnx_conformance::backend::Backend for Fake {
 /// handed over at all.
 #[test]
 fn other_runtimes_get_the_files_our_loader_rejects() {
-    let root = scratch("invalid-raw");
+    let (_dir, root) = scratch("invalid-raw");
     let dir = root.join("invalid/model_garbage");
     copy_case(&invalid_case("model_garbage"), &dir);
     std::fs::copy(

@@ -33,7 +33,7 @@ fn run_edited(
     edit: impl FnOnce(&Tensor) -> Tensor,
 ) -> Verdict {
     let from = oracle(case);
-    let root = crate::scratch(&format!("verdict-{tag}"));
+    let (_dir, root) = crate::scratch(&format!("verdict-{tag}"));
     let to = root.join("elsewhere").join(from.file_name().unwrap());
     crate::copy_case(&from, &to);
     let edited = edit(&read_output(&from));

@@ -23,6 +23,12 @@ pub mod tensor;
 pub mod trial_record;
 pub mod verdict;
 
+// The integration tests' generator, so that unit tests draw from the same
+// one instead of each writing its own.
+#[cfg(test)]
+#[path = "../tests/support/rng.rs"]
+mod test_rng;
+
 pub use error::{Error, KernelError, Result};
 pub use limits::{LimitExceeded, Limits};
 pub use model::Model;

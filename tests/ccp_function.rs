@@ -1,29 +1,15 @@
 //! CenterCropPad run directly and through ONNX's own function body (the
 //! graph of the `*_expanded` cases) must agree exactly on random inputs.
 
-use onnx_conformance::model::{AttrValue, Graph, Model, Node, ValueInfo};
-use onnx_conformance::{graph, Limits, Tensor};
+mod support;
 
-fn node(op: &str, inputs: &[&str], output: &str, attrs: Vec<(&str, AttrValue)>) -> Node {
-    Node::new(output, op, inputs, &[output], attrs)
-}
+use onnx_conformance::model::{AttrValue, Model, Node};
+use onnx_conformance::{graph, Limits, Tensor};
+use support::node;
+use support::rng::Rng;
 
 fn model(nodes: Vec<Node>) -> Model {
-    let vi = |n: &str| ValueInfo {
-        name: n.into(),
-        ..Default::default()
-    };
-    Model {
-        ir_version: 8,
-        opset_import: vec![(String::new(), 18)],
-        graph: Graph {
-            name: "ccp".into(),
-            nodes,
-            initializers: vec![],
-            inputs: vec![vi("x"), vi("shape")],
-            outputs: vec![vi("y")],
-        },
-    }
+    support::model(18, nodes, &["x", "shape"], &["y"])
 }
 
 fn direct(axes: Option<&[i64]>) -> Model {
@@ -89,46 +75,36 @@ fn expanded(axes: Option<&[i64]>) -> Model {
     model(n)
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self, m: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % m
-    }
-}
-
 #[test]
 fn kernel_and_function_body_agree() {
-    let mut r = Rng(0xDEADBEEFCAFEF00D);
+    let mut r = Rng::new(0xDEADBEEFCAFEF00D);
     for case in 0..300 {
-        let rank = 1 + r.next(4) as usize;
-        let shape: Vec<usize> = (0..rank).map(|_| 1 + r.next(7) as usize).collect();
+        let rank = 1 + r.below(4) as usize;
+        let shape: Vec<usize> = (0..rank).map(|_| 1 + r.below(7) as usize).collect();
         let len: usize = shape.iter().product();
         let x = match case % 3 {
             0 => Tensor::from_vec(&shape, (0..len).map(|i| i as f32 + 0.5).collect()),
             1 => Tensor::from_vec(&shape, (0..len).map(|i| i as i32 - 7).collect()),
             _ => Tensor::from_vec(&shape, (0..len).map(|i| format!("s{i}")).collect()),
         };
-        let axes: Option<Vec<i64>> = if r.next(2) == 0 {
+        let axes: Option<Vec<i64>> = if r.below(2) == 0 {
             None
         } else {
             let mut all: Vec<i64> = (0..rank as i64).collect();
-            let keep = 1 + r.next(rank as u64) as usize;
+            let keep = 1 + r.below(rank as u64) as usize;
             for i in 0..rank {
-                let j = i + r.next((rank - i) as u64) as usize;
+                let j = i + r.below((rank - i) as u64) as usize;
                 all.swap(i, j);
             }
             Some(
                 all[..keep]
                     .iter()
-                    .map(|&a| if r.next(2) == 0 { a - rank as i64 } else { a })
+                    .map(|&a| if r.below(2) == 0 { a - rank as i64 } else { a })
                     .collect(),
             )
         };
         let count = axes.as_ref().map_or(rank, Vec::len);
-        let targets: Vec<i64> = (0..count).map(|_| r.next(10) as i64).collect();
+        let targets: Vec<i64> = (0..count).map(|_| r.below(10) as i64).collect();
         let t = Tensor::from_vec(&[count], targets.clone());
         let inputs = [x, t];
         let want = graph::run(&direct(axes.as_deref()), &inputs, Limits::default()).unwrap();

@@ -786,13 +786,8 @@ mod tests {
     /// written from the definition (independent of the block writer).
     #[test]
     fn block_writer_matches_per_element_definition() {
-        let mut seed = 0x2545F4914F6CDD1Du64;
-        let mut next = |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % m
-        };
+        let mut rng = crate::test_rng::Rng::new(0x2545F4914F6CDD1D);
+        let mut next = |m: u64| rng.below(m);
         for _ in 0..400 {
             let rank = 1 + next(4) as usize;
             let shape: Vec<usize> = (0..rank).map(|_| 1 + next(4) as usize).collect();

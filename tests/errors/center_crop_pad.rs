@@ -1,6 +1,7 @@
 //! CenterCropPad rejections through the executor.
 
-use crate::{assert_has, err, model_of};
+use crate::support::model_of;
+use crate::{assert_has, err};
 use onnx_conformance::model::{AttrValue, Model};
 use onnx_conformance::Tensor;
 

@@ -1,7 +1,8 @@
 //! Conv rejections (the geometry rules have unit tests in src/ops/conv.rs;
 //! these check that the executor reports them with node and version).
 
-use crate::{assert_has, err, model_of};
+use crate::support::model_of;
+use crate::{assert_has, err};
 use half::bf16;
 use onnx_conformance::model::{AttrValue, Model};
 use onnx_conformance::Tensor;

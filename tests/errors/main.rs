@@ -6,39 +6,12 @@ mod center_crop_pad;
 mod conv;
 mod pad;
 
-use onnx_conformance::model::{AttrValue, Graph, Model, Node, ValueInfo};
-use onnx_conformance::{graph, Limits, Tensor};
+// This target is a folder of its own, so the shared module is one up.
+#[path = "../support/mod.rs"]
+mod support;
 
-/// A one-node model in the default domain.
-pub fn model_of(
-    op: &str,
-    node: &str,
-    opset: i64,
-    inputs: &[&str],
-    attrs: Vec<(&str, AttrValue)>,
-) -> Model {
-    Model {
-        ir_version: 10,
-        opset_import: vec![(String::new(), opset)],
-        graph: Graph {
-            name: "g".into(),
-            nodes: vec![Node::new(node, op, inputs, &["y"], attrs)],
-            initializers: vec![],
-            inputs: inputs
-                .iter()
-                .filter(|s| !s.is_empty())
-                .map(|s| ValueInfo {
-                    name: s.to_string(),
-                    ..Default::default()
-                })
-                .collect(),
-            outputs: vec![ValueInfo {
-                name: "y".into(),
-                ..Default::default()
-            }],
-        },
-    }
-}
+use onnx_conformance::model::Model;
+use onnx_conformance::{graph, Limits, Tensor};
 
 pub fn err(m: &Model, inputs: &[Tensor]) -> String {
     graph::run(m, inputs, Limits::default())

@@ -2,7 +2,8 @@
 //! carries the node's name, the operator version and the attribute or input
 //! at fault.
 
-use crate::{assert_has, err, model_of};
+use crate::support::model_of;
+use crate::{assert_has, err};
 use onnx_conformance::model::{AttrValue, Model};
 use onnx_conformance::{graph, Limits, Tensor};
 
