@@ -552,7 +552,7 @@ fn other_runtimes_get_the_files_our_loader_rejects() {
 
 #[test]
 fn trials_lead_to_their_case_without_a_walk() {
-    let root = scratch("locate");
+    let (_dir, root) = scratch("locate");
     copy_case(&official("test_edge_pad"), &root.join("mine/test_edge_pad"));
     copy_case(&official("test_wrap_pad"), &root.join("test_wrap_pad"));
     let roots = [root.clone()];
