@@ -33,7 +33,7 @@ use std::sync::Arc;
 
 fn main() {
     let mut cli = Cli::from_env();
-    let recorder = Recorder::default();
+    let recorder = Recorder::from_env();
     let (trials, judged) = match trials(&recorder, &cli) {
         Ok(t) => t,
         Err(e) => (

@@ -4,7 +4,7 @@
 use crate::discover::Case;
 use crate::run_case::Verdict;
 use anyhow::{Context, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 pub use onnx_conformance::trial_record::{
@@ -92,30 +92,94 @@ impl MetaExt for Meta {
     }
 }
 
-/// Collects records from trials running on several threads.
+/// Collects records from trials running on several threads. With
+/// `ONNX_RECORD_DIR`, each record is also written at once as a file of its
+/// own in that folder, so that runs split across processes or machines
+/// (cargo-nextest, its `--partition`) can be merged: `cargo xtask report
+/// --merge DIR...`. Outcomes known without running a trial (not
+/// expressible, skipped) are recorded when trials are built, which a
+/// `--list` run does for every trial.
 #[derive(Clone, Default)]
-pub struct Recorder(Arc<Mutex<Vec<Record>>>);
+pub struct Recorder {
+    records: Arc<Mutex<Vec<Record>>>,
+    dir: Option<PathBuf>,
+}
 
 impl Recorder {
+    pub fn from_env() -> Recorder {
+        Recorder {
+            records: Arc::default(),
+            dir: std::env::var_os("ONNX_RECORD_DIR")
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from),
+        }
+    }
+
     pub fn push(&self, r: Record) {
-        if let Ok(mut v) = self.0.lock() {
+        if let Some(dir) = &self.dir {
+            if let Err(e) = write_one(dir, &r) {
+                // The trial's own verdict stands; the missing file shows
+                // up when the records are merged.
+                eprintln!("could not write the record of {}: {e:#}", r.meta.trial);
+            }
+        }
+        if let Ok(mut v) = self.records.lock() {
             v.push(r);
         }
     }
 
     pub fn write(&self, path: &Path) -> Result<()> {
         let mut records = self
-            .0
+            .records
             .lock()
             .map_err(|_| anyhow::anyhow!("recorder poisoned"))?
             .clone();
         records.sort_by(|a, b| a.meta.trial.cmp(&b.meta.trial));
-        let backend = std::env::var("ONNX_BACKEND").unwrap_or_else(|_| "ours".into());
-        let doc = TrialRecords { backend, records };
+        let doc = TrialRecords {
+            backend: backend_name(),
+            records,
+        };
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
         std::fs::write(path, serde_json::to_string_pretty(&doc)?)
             .with_context(|| format!("writing {}", path.display()))
     }
+}
+
+fn backend_name() -> String {
+    std::env::var("ONNX_BACKEND")
+        .ok()
+        .filter(|b| !b.is_empty())
+        .unwrap_or_else(|| "ours".into())
+}
+
+/// Writes one record as `<dir>/<file_name(trial)>.json`, a [`TrialRecords`]
+/// holding it alone.
+fn write_one(dir: &Path, r: &Record) -> Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let doc = TrialRecords {
+        backend: backend_name(),
+        records: vec![r.clone()],
+    };
+    let path = dir.join(format!("{}.json", file_name(&r.meta.trial)));
+    // Written under another name and renamed, so a reader never sees half
+    // a record.
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, serde_json::to_string_pretty(&doc)?)?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))
+}
+
+/// A file name for a trial: letters, digits and `-_.@#~` as they are, every
+/// other byte as `%XX`, so distinct trials get distinct files.
+pub fn file_name(trial: &str) -> String {
+    let mut s = String::new();
+    for b in trial.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.@#~".contains(&b) {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("%{b:02X}"));
+        }
+    }
+    s
 }

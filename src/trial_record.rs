@@ -86,7 +86,7 @@ impl std::fmt::Display for FailureKind {
 }
 
 /// What a trial is about: its operator, version and element type.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct TrialMeta {
     pub trial: String,
     pub source: String,
@@ -106,7 +106,7 @@ pub struct TrialMeta {
     pub later_reading: Option<String>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct TrialRecord {
     #[serde(flatten)]
     pub meta: TrialMeta,
@@ -124,8 +124,127 @@ pub struct TrialRecord {
 }
 
 /// The whole file: which backend ran, and every trial.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct TrialRecords {
     pub backend: String,
     pub records: Vec<TrialRecord>,
+}
+
+/// Why records of several runs cannot be merged into one.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum MergeError {
+    #[error("no records to merge")]
+    Empty,
+    #[error("the records come from different backends: {0} and {1}")]
+    Backends(String, String),
+    #[error("trial {0} was recorded twice, with different outcomes or figures")]
+    Conflict(String),
+}
+
+impl TrialRecords {
+    /// One run's records from the records of its parts (shards, or one file
+    /// per trial). The same trial recorded twice alike (a listing records
+    /// what needs no run in every shard) counts once; recorded differently,
+    /// it is an error. Records come out sorted by trial, as a single run
+    /// writes them.
+    pub fn merge(parts: Vec<TrialRecords>) -> Result<TrialRecords, MergeError> {
+        let backend = parts.first().ok_or(MergeError::Empty)?.backend.clone();
+        let mut by_trial: std::collections::BTreeMap<String, TrialRecord> = Default::default();
+        for part in parts {
+            if part.backend != backend {
+                return Err(MergeError::Backends(backend, part.backend));
+            }
+            for r in part.records {
+                match by_trial.get(&r.meta.trial) {
+                    Some(seen) if *seen != r => {
+                        return Err(MergeError::Conflict(r.meta.trial.clone()))
+                    }
+                    Some(_) => {}
+                    None => {
+                        by_trial.insert(r.meta.trial.clone(), r);
+                    }
+                }
+            }
+        }
+        Ok(TrialRecords {
+            backend,
+            records: by_trial.into_values().collect(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(trial: &str, outcome: Outcome) -> TrialRecord {
+        TrialRecord {
+            meta: TrialMeta {
+                trial: trial.into(),
+                source: "node".into(),
+                case: trial.into(),
+                op: "Pad".into(),
+                version: 18,
+                dtype: "float".into(),
+                variant: false,
+                later_reading: None,
+            },
+            outcome,
+            message: None,
+            failure: None,
+            max_abs: Some(0.0),
+            max_rel: Some(0.0),
+            bound_units: None,
+        }
+    }
+
+    fn part(backend: &str, records: Vec<TrialRecord>) -> TrialRecords {
+        TrialRecords {
+            backend: backend.into(),
+            records,
+        }
+    }
+
+    #[test]
+    fn merging_sorts_and_counts_a_repeated_record_once() {
+        let merged = TrialRecords::merge(vec![
+            part(
+                "ours",
+                vec![
+                    record("b", Outcome::Pass),
+                    record("c", Outcome::NotExpressible),
+                ],
+            ),
+            part(
+                "ours",
+                vec![
+                    record("a", Outcome::Fail),
+                    record("c", Outcome::NotExpressible),
+                ],
+            ),
+        ])
+        .unwrap();
+        let names: Vec<_> = merged
+            .records
+            .iter()
+            .map(|r| r.meta.trial.as_str())
+            .collect();
+        assert_eq!(names, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn merging_refuses_conflicts_mixed_backends_and_nothing() {
+        assert_eq!(
+            TrialRecords::merge(vec![
+                part("ours", vec![record("a", Outcome::Pass)]),
+                part("ours", vec![record("a", Outcome::Fail)]),
+            ]),
+            Err(MergeError::Conflict("a".into()))
+        );
+        assert_eq!(
+            TrialRecords::merge(vec![part("ours", vec![]), part("tract", vec![])]),
+            Err(MergeError::Backends("ours".into(), "tract".into()))
+        );
+        assert_eq!(TrialRecords::merge(vec![]), Err(MergeError::Empty));
+    }
 }

@@ -5,6 +5,7 @@ mod diff;
 mod fetch_cases;
 mod fuzz;
 mod ort_path;
+mod progress;
 mod python;
 mod report;
 mod schema_diff;

@@ -28,36 +28,35 @@ pub struct Args {
     /// Cargo features for the test build (e.g. tract, onnxruntime).
     #[arg(long)]
     features: Option<String>,
+    /// Build the report from records written by earlier runs with
+    /// `ONNX_RECORD_DIR` (for example one folder per nextest partition)
+    /// instead of running the suite.
+    #[arg(long, num_args = 1.., value_name = "DIR")]
+    merge: Vec<PathBuf>,
 }
 
 use onnx_conformance::trial_record::{Outcome, TrialRecord as Trial, TrialRecords as Trials};
 
 pub fn run(args: Args) -> Result<()> {
-    let root = crate::project_root();
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| crate::target_dir().join("conformance"));
     std::fs::create_dir_all(&out)?;
     let trials_path = out.join("trials.json");
-    let _ = std::fs::remove_file(&trials_path);
-    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cmd.current_dir(&root)
-        .args(["test", "--release", "--test", "conformance"]);
-    if let Some(f) = &args.features {
-        cmd.args(["--features", f]);
-    }
-    cmd.args(["--", "-q"]).env("ONNX_REPORT", &trials_path);
-    eprintln!("xtask: running the conformance suite ({cmd:?})");
-    // Failing trials are the report's subject, so the exit status is not an error.
-    let status = cmd.status().context("running cargo test")?;
-    let text = std::fs::read_to_string(&trials_path).with_context(|| {
-        format!(
-            "the suite wrote no {} (cargo test exited with {status})",
-            trials_path.display()
-        )
-    })?;
-    let trials: Trials = serde_json::from_str(&text)?;
+    let trials = if args.merge.is_empty() {
+        run_suite(&args, &trials_path)?
+    } else {
+        let merged = merge_dirs(&args.merge)?;
+        // The same file a single run writes, so the two can be compared.
+        std::fs::write(&trials_path, serde_json::to_string_pretty(&merged)?)?;
+        eprintln!(
+            "xtask: merged {} trial records from {} folders",
+            merged.records.len(),
+            args.merge.len()
+        );
+        merged
+    };
     let report = build(&trials);
     std::fs::write(
         out.join("report.json"),
@@ -83,6 +82,76 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Runs the conformance suite, which writes its records to `trials_path`.
+fn run_suite(args: &Args, trials_path: &Path) -> Result<Trials> {
+    let _ = std::fs::remove_file(trials_path);
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(crate::project_root())
+        .args(["test", "--release", "--test", "conformance"]);
+    if let Some(f) = &args.features {
+        cmd.args(["--features", f]);
+    }
+    cmd.arg("--")
+        .env("ONNX_REPORT", trials_path)
+        .stdout(std::process::Stdio::piped());
+    eprintln!("xtask: running the conformance suite ({cmd:?})");
+    let mut child = cmd.spawn().context("running cargo test")?;
+    // libtest prints one line per trial: they drive the progress, and only
+    // its summary line is passed on.
+    let mut progress = crate::progress::Progress::new("trials", 0);
+    if let Some(out) = child.stdout.take() {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(out).lines() {
+            let line = line?;
+            if let Some(n) = line
+                .strip_prefix("running ")
+                .and_then(|r| r.split_whitespace().next())
+                .and_then(|n| n.parse().ok())
+            {
+                progress.set_total(n);
+            } else if line.starts_with("test ") && line.contains(" ... ") {
+                progress.inc(1);
+            } else if line.starts_with("test result:") {
+                eprintln!("{line}");
+            }
+        }
+    }
+    progress.finish();
+    // Failing trials are the report's subject, so the exit status is not an error.
+    let status = child.wait().context("running cargo test")?;
+    let text = std::fs::read_to_string(trials_path).with_context(|| {
+        format!(
+            "the suite wrote no {} (cargo test exited with {status})",
+            trials_path.display()
+        )
+    })?;
+    Ok(serde_json::from_str(&text)?)
+}
+
+/// Every record file (`*.json`) in `dirs`, merged into one run.
+fn merge_dirs(dirs: &[PathBuf]) -> Result<Trials> {
+    let mut parts = Vec::new();
+    for dir in dirs {
+        let entries = std::fs::read_dir(dir)
+            .with_context(|| format!("reading records in {}", dir.display()))?;
+        let before = parts.len();
+        for entry in entries {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "json") {
+                let text = std::fs::read_to_string(&path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                let part: Trials = serde_json::from_str(&text)
+                    .with_context(|| format!("{} is not a trial record", path.display()))?;
+                parts.push(part);
+            }
+        }
+        if parts.len() == before {
+            bail!("{} holds no trial records (*.json)", dir.display());
+        }
+    }
+    Ok(Trials::merge(parts)?)
 }
 
 fn counts(trials: &[&Trial]) -> BTreeMap<String, usize> {

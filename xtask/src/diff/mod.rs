@@ -5,11 +5,13 @@
 //! still disagree and written as case folders under `target/differential/`.
 
 mod adjudicate;
+mod campaign;
 mod gen;
 mod shrink;
 
 use adjudicate::{Settled, Side};
 use anyhow::{bail, Context, Result};
+use campaign::{Line, Row, Shards, Summary};
 use gen::Case;
 use onnx_conformance::{compare, graph, proto, verdict, Limits, Tensor};
 use serde::Deserialize;
@@ -23,7 +25,7 @@ use std::time::Duration;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The runtime to compare with: onnxruntime or tract.
-    #[arg(long)]
+    #[arg(long, required_unless_present = "merge", default_value = "")]
     against: String,
     /// Only these operators (Pad, Conv, CenterCropPad); default: all three.
     #[arg(long = "op")]
@@ -45,6 +47,27 @@ pub struct Args {
     /// a stride larger than the kernel), so that a run must fail.
     #[arg(long, hide = true)]
     plant_bug: Option<String>,
+    /// Run shard K of N (`K/N`, from 1): every N-th case of each operator,
+    /// the same cases a whole run with this seed gives. Each shard writes
+    /// its own folder with a summary.json for `--merge`.
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+    shard: Option<(usize, usize)>,
+    /// Merge the shard folders of one campaign (written by `--shard`) into
+    /// the table of the whole campaign, and judge it as one run would.
+    #[arg(long, num_args = 1.., value_name = "DIR", conflicts_with_all = ["shard", "plant_bug"])]
+    merge: Vec<PathBuf>,
+}
+
+fn parse_shard(s: &str) -> Result<(usize, usize), String> {
+    let (k, n) = s
+        .split_once('/')
+        .ok_or_else(|| format!("'{s}' is not K/N"))?;
+    let k: usize = k.parse().map_err(|_| format!("'{k}' is not a number"))?;
+    let n: usize = n.parse().map_err(|_| format!("'{n}' is not a number"))?;
+    if n == 0 || k == 0 || k > n {
+        return Err(format!("shard {k}/{n}: K must be within 1..=N"));
+    }
+    Ok((k, n))
 }
 
 /// Bugs `--plant-bug` can plant in our results.
@@ -453,16 +476,10 @@ fn describe_theirs(t: &Theirs) -> String {
     }
 }
 
-/// One row of the summary: how the two sides related, and who the oracle
-/// sided with.
-#[derive(Default)]
-struct Row {
-    kinds: BTreeMap<Kind, usize>,
-    settled: BTreeMap<Settled, usize>,
-}
-
 /// A disagreement waiting for the oracle.
 struct Pending {
+    op_index: usize,
+    index: usize,
     name: String,
     dir: PathBuf,
     case: Case,
@@ -471,6 +488,25 @@ struct Pending {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if !args.merge.is_empty() {
+        let parts = args
+            .merge
+            .iter()
+            .map(|d| Summary::read(d))
+            .collect::<Result<Vec<_>>>()?;
+        let whole = Summary::merge(parts)?;
+        let out = crate::target_dir()
+            .join("differential")
+            .join(format!("{}-merged", whole.against));
+        std::fs::create_dir_all(&out)?;
+        whole.write(&out)?;
+        print_table(&whole);
+        println!(
+            "\nmerged summary written to {}",
+            out.join("summary.json").display()
+        );
+        return conclude(&whole, args.strict);
+    }
     if let Some(bug) = &args.plant_bug {
         if !PLANTABLE.contains(&bug.as_str()) {
             bail!("--plant-bug {bug}: known bugs are {}", PLANTABLE.join(", "));
@@ -480,7 +516,12 @@ pub fn run(args: Args) -> Result<()> {
     let root = crate::project_root();
     let known = load_known(&root)?;
     let mut worker = build_worker(&args.against)?;
-    let out_root = crate::target_dir().join("differential").join(&args.against);
+    let out_root = crate::target_dir()
+        .join("differential")
+        .join(match args.shard {
+            None => args.against.clone(),
+            Some((k, n)) => format!("{}-shard-{k}-of-{n}", args.against),
+        });
     let work = crate::target_dir().join("differential").join(format!(
         "work-{}-{}",
         args.against,
@@ -505,18 +546,27 @@ pub fn run(args: Args) -> Result<()> {
     let plant_bug = args.plant_bug.as_deref();
     let mut table: BTreeMap<(String, i64, String), Row> = BTreeMap::new();
     let mut pending = Vec::new();
-    for op in ops {
+    let (k, n) = args.shard.unwrap_or((1, 1));
+    let per_op = (0..args.count)
+        .filter(|&i| Summary::in_shard(i, k, n))
+        .count();
+    let mut progress = crate::progress::Progress::new("cases", (per_op * ops.len()) as u64);
+    for op in &ops {
+        let op_index = gen::OPS.iter().position(|o| o == op).unwrap_or(0);
         let mut rng = gen::Rng::new(args.seed.wrapping_mul(31).wrapping_add(op.len() as u64));
         for i in 0..args.count {
+            // Every case is drawn, so a shard's cases are the whole run's.
             let case = gen::random(op, &mut rng);
             let data_seed = rng.next_u64();
+            if !Summary::in_shard(i, k, n) {
+                continue;
+            }
             let e = evaluate(&case, data_seed, &mut worker, &work, plant_bug)?;
+            progress.inc(1);
             let key = (op.to_string(), case.version(), case.feature());
-            *table
-                .entry(key.clone())
-                .or_default()
+            *Summary::count(&mut table, &key)
                 .kinds
-                .entry(e.kind)
+                .entry(e.kind.name().to_string())
                 .or_default() += 1;
             if !e.kind.disagrees() {
                 continue;
@@ -538,6 +588,8 @@ pub fn run(args: Args) -> Result<()> {
             pending.push((
                 key,
                 Pending {
+                    op_index,
+                    index: i,
                     name,
                     dir,
                     case,
@@ -547,6 +599,7 @@ pub fn run(args: Args) -> Result<()> {
             ));
         }
     }
+    progress.finish();
     let _ = std::fs::remove_dir_all(&work);
 
     eprintln!(
@@ -569,11 +622,9 @@ pub fn run(args: Args) -> Result<()> {
             Theirs::Crash(_) => Side::Crashed,
         };
         let (settled, why) = adjudicate::settle(&model, &inputs, ours, theirs, answer);
-        *table
-            .get_mut(key)
-            .expect("counted above")
+        *Summary::count(&mut table, key)
             .settled
-            .entry(settled)
+            .entry(settled.name().to_string())
             .or_default() += 1;
         let finding = known_finding(&known, &args.against, &p.case, &p.e, settled);
         let reason = finding.map(|f| match &f.case {
@@ -598,13 +649,17 @@ pub fn run(args: Args) -> Result<()> {
             p.e.detail
         );
         std::fs::write(p.dir.join("NOTE.md"), note)?;
-        let line = format!(
-            "{}: {} ({}): {}",
-            p.name,
-            p.e.kind.name(),
-            settled.name(),
-            why.chars().take(200).collect::<String>()
-        );
+        let line = Line {
+            op_index: p.op_index,
+            case: p.index,
+            text: format!(
+                "{}: {} ({}): {}",
+                p.name,
+                p.e.kind.name(),
+                settled.name(),
+                why.chars().take(200).collect::<String>()
+            ),
+        };
         match settled {
             Settled::TheirsRight => ours_wrong.push(line),
             Settled::OursRight if reason.is_some() => {}
@@ -612,44 +667,67 @@ pub fn run(args: Args) -> Result<()> {
             _ => failures.push(line),
         }
     }
-    print_table(&args, &table);
+    let summary = Summary {
+        against: args.against.clone(),
+        seed: args.seed,
+        count: args.count,
+        ops: ops.iter().map(|o| o.to_string()).collect(),
+        plant_bug: args.plant_bug.clone(),
+        shards: Shards {
+            parts: vec![k],
+            of: n,
+        },
+        rows: table.into_values().collect(),
+        disagreements: pending.len(),
+        ours_wrong,
+        failures,
+    };
+    summary.write(&out_root)?;
+    print_table(&summary);
     println!(
         "\n{} disagreements written to {} (expected outputs from the oracle)",
         pending.len(),
         out_root.display()
     );
-    if !ours_wrong.is_empty() {
+    conclude(&summary, args.strict)
+}
+
+/// Lists what the campaign holds against us and fails the run on it:
+/// always for a disagreement the oracle settles for the other runtime,
+/// with `strict` for any that no known finding settles for us.
+fn conclude(s: &Summary, strict: bool) -> Result<()> {
+    if !s.ours_wrong.is_empty() {
         println!(
             "{} disagreements where the oracle sides with {} (our bug):",
-            ours_wrong.len(),
-            args.against
+            s.ours_wrong.len(),
+            s.against
         );
-        for u in ours_wrong.iter().take(40) {
-            println!("  {u}");
+        for u in s.ours_wrong.iter().take(40) {
+            println!("  {}", u.text);
         }
     }
-    if !failures.is_empty() {
+    if !s.failures.is_empty() {
         println!(
             "{} disagreements are neither settled for us by a known finding nor undefined:",
-            failures.len()
+            s.failures.len()
         );
-        for u in failures.iter().take(40) {
-            println!("  {u}");
+        for u in s.failures.iter().take(40) {
+            println!("  {}", u.text);
         }
     }
-    if !ours_wrong.is_empty() {
+    if !s.ours_wrong.is_empty() {
         bail!(
             "{} disagreements against {} where the oracle sides with {}: our kernels are wrong there",
-            ours_wrong.len(),
-            args.against,
-            args.against
+            s.ours_wrong.len(),
+            s.against,
+            s.against
         );
     }
-    if args.strict && !failures.is_empty() {
+    if strict && !s.failures.is_empty() {
         bail!(
             "{} disagreements against {} are not known findings settled in our favour (cases/differential/known.toml)",
-            failures.len(),
-            args.against
+            s.failures.len(),
+            s.against
         );
     }
     Ok(())
@@ -683,10 +761,15 @@ fn shrink_case(
     Ok((case, e))
 }
 
-fn print_table(args: &Args, table: &BTreeMap<(String, i64, String), Row>) {
+fn print_table(s: &Summary) {
+    let shard = if s.shards.of > 1 {
+        format!("; shards {:?} of {}", s.shards.parts, s.shards.of)
+    } else {
+        String::new()
+    };
     println!(
-        "\nDifferential run against {} (seed {}, {} cases per operator); disagreements settled by the oracle",
-        args.against, args.seed, args.count
+        "\nDifferential run against {} (seed {}, {} cases per operator{shard}); disagreements settled by the oracle",
+        s.against, s.seed, s.count
     );
     let header = [
         "cases",
@@ -715,10 +798,9 @@ fn print_table(args: &Args, table: &BTreeMap<(String, i64, String), Row>) {
         head.push_str(&format!(" {:>w$}", h, w = h.chars().count().max(5)));
     }
     println!("{head}");
-    let mut total = Row::default();
     let cells = |r: &Row| {
-        let k = |x: Kind| r.kinds.get(&x).copied().unwrap_or(0);
-        let s = |x: Settled| r.settled.get(&x).copied().unwrap_or(0);
+        let k = |x: Kind| r.kinds.get(x.name()).copied().unwrap_or(0);
+        let s = |x: Settled| r.settled.get(x.name()).copied().unwrap_or(0);
         vec![
             r.kinds.values().sum(),
             k(Kind::Agree),
@@ -735,14 +817,18 @@ fn print_table(args: &Args, table: &BTreeMap<(String, i64, String), Row>) {
             s(Settled::Unsettled),
         ]
     };
-    for ((op, v, feature), row) in table {
+    let mut total = Row::default();
+    for row in &s.rows {
         for (k, c) in &row.kinds {
-            *total.kinds.entry(*k).or_default() += c;
+            *total.kinds.entry(k.clone()).or_default() += c;
         }
         for (k, c) in &row.settled {
-            *total.settled.entry(*k).or_default() += c;
+            *total.settled.entry(k.clone()).or_default() += c;
         }
-        println!("{}", line(op, &v.to_string(), feature, &cells(row)));
+        println!(
+            "{}",
+            line(&row.op, &row.version.to_string(), &row.feature, &cells(row))
+        );
     }
     println!("{}", line("total", "", "", &cells(&total)));
 }
