@@ -9,6 +9,7 @@ mod progress;
 mod python;
 mod report;
 mod schema_diff;
+mod scoreboard;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -38,6 +39,8 @@ enum Cmd {
     OrtPath,
     /// Run the conformance suite and write target/conformance/report.{md,json}.
     Report(report::Args),
+    /// Run the suite against every runtime: target/scoreboard/{scoreboard.json,index.html}.
+    Scoreboard(scoreboard::Args),
     /// Print the schema differences between versions of an operator.
     SchemaDiff(schema_diff::Args),
 }
@@ -63,5 +66,6 @@ fn main() -> Result<()> {
         Cmd::OrtPath => ort_path::run(),
         Cmd::Report(args) => report::run(args),
         Cmd::SchemaDiff(args) => schema_diff::run(args),
+        Cmd::Scoreboard(args) => scoreboard::run(args),
     }
 }

@@ -86,21 +86,35 @@ pub fn run(args: Args) -> Result<()> {
 
 /// Runs the conformance suite, which writes its records to `trials_path`.
 fn run_suite(args: &Args, trials_path: &Path) -> Result<Trials> {
+    run_conformance(args.features.as_deref(), &[], trials_path, "trials")
+}
+
+/// Runs `cargo test --release --test conformance` in a child process with
+/// `features` and the extra environment `envs`, its records going to
+/// `trials_path` (ONNX_REPORT), with progress under `label`. Shared by
+/// `report` and `scoreboard` so both run the suite the same way.
+pub fn run_conformance(
+    features: Option<&str>,
+    envs: &[(String, String)],
+    trials_path: &Path,
+    label: &str,
+) -> Result<Trials> {
     let _ = std::fs::remove_file(trials_path);
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.current_dir(crate::project_root())
         .args(["test", "--release", "--test", "conformance"]);
-    if let Some(f) = &args.features {
+    if let Some(f) = features.filter(|f| !f.is_empty()) {
         cmd.args(["--features", f]);
     }
     cmd.arg("--")
         .env("ONNX_REPORT", trials_path)
+        .envs(envs.iter().map(|(k, v)| (k, v)))
         .stdout(std::process::Stdio::piped());
     eprintln!("xtask: running the conformance suite ({cmd:?})");
     let mut child = cmd.spawn().context("running cargo test")?;
     // libtest prints one line per trial: they drive the progress, and only
     // its summary line is passed on.
-    let mut progress = crate::progress::Progress::new("trials", 0);
+    let mut progress = crate::progress::Progress::new(label, 0);
     if let Some(out) = child.stdout.take() {
         use std::io::BufRead;
         for line in std::io::BufReader::new(out).lines() {
@@ -127,7 +141,8 @@ fn run_suite(args: &Args, trials_path: &Path) -> Result<Trials> {
             trials_path.display()
         )
     })?;
-    Ok(serde_json::from_str(&text)?)
+    serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a trial report", trials_path.display()))
 }
 
 /// Every record file (`*.json`) in `dirs`, merged into one run.
