@@ -4,7 +4,8 @@
 //!
 //! `ONNX_CASES` (`:`-separated folders) replaces the default `cases/`.
 //! `ONNX_BACKEND` picks the runtime under test (default: ours).
-//! `ONNX_REPORT=<file>` writes every trial's outcome as JSON (used by
+//! `ONNX_TRIAL_TIMEOUT=<seconds>` records a trial that runs longer as a
+//! timeout. `ONNX_REPORT=<file>` writes every trial's outcome as JSON (used by
 //! `cargo xtask report`). `ONNX_LIMITS=name=value,...` overrides resource
 //! limits (`Limits::with_overrides`).
 //!
@@ -18,6 +19,7 @@ mod invalid;
 mod reading;
 mod record;
 mod run_case;
+mod timeout;
 mod variants;
 
 use anyhow::{bail, Result};
@@ -108,6 +110,8 @@ struct Ctx {
     limits: Limits,
     /// With `--exact`, the trial names asked for: only those are built.
     only: Option<Vec<String>>,
+    /// `ONNX_TRIAL_TIMEOUT`: the time limit of one trial's run.
+    trial_timeout: Option<std::time::Duration>,
 }
 
 impl Ctx {
@@ -158,6 +162,7 @@ fn trials(recorder: &Recorder, cli: &Cli) -> Result<(Vec<Trial>, Option<Arc<Ctx>
             .as_ref()
             .and(cli.exact_names())
             .map(<[String]>::to_vec),
+        trial_timeout: timeout::from_env()?,
     });
     let mut trials = Vec::new();
     let mut names = Vec::new();
@@ -398,10 +403,16 @@ fn trial(
                 with(Outcome::Skipped, reason, None),
                 Ok(Completion::ignored_with(format!("skipped: {reason}"))),
             ),
-            Expect::Pass | Expect::Fail(_) => {
-                let v = run();
-                judge(&c, &trial_name, &expect, &v)
-            }
+            Expect::Pass | Expect::Fail(_) => match timeout::run_within(c.trial_timeout, run) {
+                Some(v) => judge(&c, &trial_name, &expect, &v),
+                None => {
+                    let m = format!(
+                        "did not finish within {:?} (ONNX_TRIAL_TIMEOUT)",
+                        c.trial_timeout.unwrap_or_default()
+                    );
+                    (with(Outcome::Timeout, &m, None), Err(Failed::from(m)))
+                }
+            },
         };
         let (o, msg, verdict) = outcome;
         c.recorder

@@ -16,6 +16,8 @@ mod reading;
 mod record;
 #[path = "run_case.rs"]
 mod run_case;
+#[path = "timeout.rs"]
+mod timeout;
 #[path = "variants.rs"]
 mod variants;
 #[path = "verdict_tests.rs"]
@@ -589,4 +591,27 @@ fn trials_lead_to_their_case_without_a_walk() {
     assert_eq!(ids(&["expectations/no-stale-entries"]), None);
     assert_eq!(ids(&["../mine/test_edge_pad"]), None);
     assert_eq!(ids(&["no_source"]), None);
+}
+
+/// A trial that does not finish within its limit is reported as such
+/// instead of holding up the run; without a limit it simply runs.
+#[test]
+fn a_trial_over_its_time_limit_times_out() {
+    use std::time::Duration;
+    let slow = || {
+        std::thread::sleep(Duration::from_secs(5));
+        1
+    };
+    assert_eq!(
+        timeout::run_within(Some(Duration::from_millis(50)), slow),
+        None
+    );
+    assert_eq!(
+        timeout::run_within(Some(Duration::from_secs(5)), || 2),
+        Some(2)
+    );
+    assert_eq!(timeout::run_within(None, || 3), Some(3));
+    assert_eq!(timeout::parse("0.5").unwrap(), Duration::from_millis(500));
+    assert!(timeout::parse("0").is_err());
+    assert!(timeout::parse("soon").is_err());
 }

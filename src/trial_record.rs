@@ -20,6 +20,9 @@ pub enum Outcome {
     /// file only a loader could have judged, for a runtime that takes typed
     /// tensors): never a pass.
     CannotRun,
+    /// The trial did not finish within the harness's time limit
+    /// (`ONNX_TRIAL_TIMEOUT`): a hang is neither a refusal nor a crash.
+    Timeout,
 }
 
 impl Outcome {
@@ -34,12 +37,16 @@ impl Outcome {
             Outcome::NotExpressible => "not_expressible",
             Outcome::Undefined => "undefined",
             Outcome::CannotRun => "cannot_run",
+            Outcome::Timeout => "timeout",
         }
     }
 
     /// A failure of the run (a fail, or an expected failure that passed).
     pub fn is_failure(self) -> bool {
-        matches!(self, Outcome::Fail | Outcome::UnexpectedPass)
+        matches!(
+            self,
+            Outcome::Fail | Outcome::UnexpectedPass | Outcome::Timeout
+        )
     }
 }
 

@@ -27,8 +27,8 @@ pub struct Args {
     /// baseline.
     #[arg(long, default_value_t = 0)]
     max_drop: usize,
-    /// Time limit in seconds for one run of a runtime behind the command
-    /// backend (ONNX_COMMAND_TIMEOUT); in-process runtimes have none.
+    /// Time limit in seconds of one trial (ONNX_TRIAL_TIMEOUT; also
+    /// ONNX_COMMAND_TIMEOUT, the limit of one run of a command runtime).
     #[arg(long)]
     trial_timeout: Option<u64>,
     /// Where to write the scoreboard (default: target/scoreboard).
@@ -129,6 +129,7 @@ pub fn outcome_of(r: &TrialRecord) -> &'static str {
         Outcome::NotExpressible => "not_applicable",
         Outcome::Skipped => "skipped",
         Outcome::CannotRun => "cannot_run",
+        Outcome::Timeout => "timeout",
     }
 }
 
@@ -311,6 +312,7 @@ fn shell_quote(s: &str) -> String {
 fn prepare(rt: &Runtime, trial_timeout: Option<u64>) -> Result<(String, Vec<(String, String)>)> {
     let mut envs = Vec::new();
     if let Some(t) = trial_timeout {
+        envs.push(("ONNX_TRIAL_TIMEOUT".to_string(), t.to_string()));
         envs.push(("ONNX_COMMAND_TIMEOUT".to_string(), t.to_string()));
     }
     let backend = match rt.setup {

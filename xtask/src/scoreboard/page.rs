@@ -59,6 +59,8 @@ function el(tag, attrs, ...kids) {
   return e;
 }
 function uniq(xs) { return [...new Set(xs)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)); }
+// Trial names hold '#', '~' and '@': quoted, the command pastes as is.
+function sh(s) { return /^[A-Za-z0-9_.\/:=@-]+$/.test(s) ? s : "'" + s.replace(/'/g, "'\\''") + "'"; }
 function field(r, k) { return k === "version" ? String(r.op_version) : r[k]; }
 function readHash() {
   const f = {};
@@ -178,7 +180,7 @@ function cases(rows) {
       el("td", {}, r.runtime), el("td", {}, r.trial), el("td", {}, r.operator), el("td", {}, r.op_version),
       el("td", {}, r.element_type), el("td", { class: "o-" + r.outcome }, r.outcome + (r.failure ? " (" + r.failure + ")" : "")),
       el("td", {}, fig(r.max_abs)), el("td", {}, fig(r.bound_units)), el("td", { class: "msg" }, r.message || ""),
-      el("td", {}, el("code", {}, repro[r.runtime] + r.trial))));
+      el("td", {}, el("code", {}, repro[r.runtime] + sh(r.trial)))));
   }
   box.replaceChildren(note, t);
 }

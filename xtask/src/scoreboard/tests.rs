@@ -41,6 +41,7 @@ fn outcomes_map_by_failure_kind() {
         (Outcome::NotExpressible, None, "not_applicable"),
         (Outcome::Skipped, None, "skipped"),
         (Outcome::CannotRun, None, "cannot_run"),
+        (Outcome::Timeout, None, "timeout"),
     ];
     for (o, k, want) in cases {
         assert_eq!(outcome_of(&record(o, k)), want, "{o:?} {k:?}");
