@@ -34,6 +34,11 @@ pub struct Args {
     /// Where to write the scoreboard (default: target/scoreboard).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Build the scoreboard from the records an earlier run left in the
+    /// output folder (`records-<runtime>.json`) instead of running the
+    /// suite again: to re-render the page, or gather runs made elsewhere.
+    #[arg(long)]
+    reuse: bool,
 }
 
 /// What a runtime needs before its run, besides its cargo features.
@@ -355,6 +360,19 @@ fn repro(rt: &Runtime, backend: &str) -> String {
     )
 }
 
+/// A runtime's records from an earlier run, and the backend they name.
+fn reuse(rt: &Runtime, records: &Path) -> Result<(String, TrialRecords)> {
+    let text = std::fs::read_to_string(records)
+        .with_context(|| format!("--reuse: reading {} for {}", records.display(), rt.name))?;
+    let t: TrialRecords = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a trial report", records.display()))?;
+    let backend = match rt.setup {
+        Setup::PythonCommand(_) => t.backend.clone(),
+        _ => rt.backend.to_string(),
+    };
+    Ok((backend, t))
+}
+
 /// The runtime's version: what the records name (`runtime_version`, once
 /// the backends record it), else the backend name.
 fn version_in(path: &Path) -> Option<String> {
@@ -411,10 +429,15 @@ pub fn run(args: Args) -> Result<()> {
             rt.name
         );
         let records = out.join(format!("records-{}.json", rt.name));
-        let attempt = prepare(rt, args.trial_timeout).and_then(|(backend, envs)| {
-            let features = (!rt.features.is_empty()).then_some(rt.features);
-            crate::report::run_conformance(features, &envs, &records, rt.name).map(|t| (backend, t))
-        });
+        let attempt = if args.reuse {
+            reuse(rt, &records)
+        } else {
+            prepare(rt, args.trial_timeout).and_then(|(backend, envs)| {
+                let features = (!rt.features.is_empty()).then_some(rt.features);
+                crate::report::run_conformance(features, &envs, &records, rt.name)
+                    .map(|t| (backend, t))
+            })
+        };
         let (status, message, backend, version) = match attempt {
             Ok((backend, t)) => {
                 results.extend(rows_of(rt.name, &t));

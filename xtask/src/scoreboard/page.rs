@@ -133,8 +133,9 @@ function changes() {
   box.append(t);
 }
 // The worst outcome in a cell gives its colour, so a cell with one wrong
-// result among passes does not look green.
-const WORST = ["crash", "wrong", "timeout", "error", "expected_failure", "cannot_run", "undefined", "skipped", "not_applicable", "pass"];
+// result among passes does not look green; trials that were not run at all
+// colour a cell only when nothing ran.
+const WORST = ["crash", "wrong", "timeout", "error", "expected_failure", "cannot_run", "undefined", "pass", "skipped", "not_applicable"];
 function matrices(rows) {
   const box = document.getElementById("matrices");
   box.replaceChildren();
