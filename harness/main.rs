@@ -119,6 +119,7 @@ fn trials(recorder: &Recorder) -> Result<(Vec<Trial>, Option<Arc<Ctx>>)> {
         recorder: recorder.clone(),
         limits,
     });
+    recorder.judging(ctx.backend.clone());
     let mut trials = Vec::new();
     let mut names = Vec::new();
     for case in cases {

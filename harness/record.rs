@@ -4,8 +4,9 @@
 use crate::discover::Case;
 use crate::run_case::Verdict;
 use anyhow::{Context, Result};
+use onnx_conformance::backend::Backend;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 pub use onnx_conformance::trial_record::{
     Outcome, TrialMeta as Meta, TrialRecord as Record, TrialRecords,
@@ -94,24 +95,46 @@ impl MetaExt for Meta {
 
 /// Collects records from trials running on several threads.
 #[derive(Clone, Default)]
-pub struct Recorder(Arc<Mutex<Vec<Record>>>);
+pub struct Recorder {
+    records: Arc<Mutex<Vec<Record>>>,
+    /// The runtime under test, asked for its name and version when the
+    /// records are written (a program behind `command:` tells its version
+    /// only once it has run).
+    runtime: Arc<OnceLock<Arc<dyn Backend>>>,
+}
 
 impl Recorder {
     pub fn push(&self, r: Record) {
-        if let Ok(mut v) = self.0.lock() {
+        if let Ok(mut v) = self.records.lock() {
             v.push(r);
         }
     }
 
+    /// Names the runtime whose trials are recorded.
+    pub fn judging(&self, backend: Arc<dyn Backend>) {
+        let _ = self.runtime.set(backend);
+    }
+
     pub fn write(&self, path: &Path) -> Result<()> {
         let mut records = self
-            .0
+            .records
             .lock()
             .map_err(|_| anyhow::anyhow!("recorder poisoned"))?
             .clone();
         records.sort_by(|a, b| a.meta.trial.cmp(&b.meta.trial));
-        let backend = std::env::var("ONNX_BACKEND").unwrap_or_else(|_| "ours".into());
-        let doc = TrialRecords { backend, records };
+        let (backend, runtime_version) = match self.runtime.get() {
+            Some(b) => (b.name().to_string(), b.version()),
+            // Discovery failed before a backend existed.
+            None => (
+                std::env::var("ONNX_BACKEND").unwrap_or_else(|_| "ours".into()),
+                String::new(),
+            ),
+        };
+        let doc = TrialRecords {
+            backend,
+            runtime_version,
+            records,
+        };
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }

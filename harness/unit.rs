@@ -457,12 +457,16 @@ impl onnx_conformance::backend::Backend for Fake {
         "fake"
     }
 
+    fn version(&self) -> String {
+        "fake 0".into()
+    }
+
     fn run(
         &self,
         _: &onnx_conformance::Model,
         _: &[u8],
         _: &[onnx_conformance::Tensor],
-    ) -> Result<Vec<onnx_conformance::Tensor>, String> {
+    ) -> Result<Vec<onnx_conformance::Tensor>, onnx_conformance::backend::RunError> {
         Err("fake rejects parsed models".into())
     }
 

@@ -58,14 +58,18 @@ pub enum FailureKind {
     Panic,
     /// An invalid case that the runtime accepted instead of rejecting.
     Accepted,
+    /// The runtime (in another process) did not finish within its time
+    /// limit and was stopped: neither a refusal nor a crash.
+    Timeout,
 }
 
 impl FailureKind {
-    pub const ALL: [FailureKind; 4] = [
+    pub const ALL: [FailureKind; 5] = [
         FailureKind::Values,
         FailureKind::Error,
         FailureKind::Panic,
         FailureKind::Accepted,
+        FailureKind::Timeout,
     ];
 
     /// The name used in JSON, reports and `cases/expectations.toml`.
@@ -75,6 +79,7 @@ impl FailureKind {
             FailureKind::Error => "error",
             FailureKind::Panic => "panic",
             FailureKind::Accepted => "accepted",
+            FailureKind::Timeout => "timeout",
         }
     }
 }
@@ -127,5 +132,10 @@ pub struct TrialRecord {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TrialRecords {
     pub backend: String,
+    /// The runtime's name and version (`Backend::version`), so that every
+    /// result names the build of the runtime that produced it. Records
+    /// written before the field existed read as empty.
+    #[serde(default)]
+    pub runtime_version: String,
     pub records: Vec<TrialRecord>,
 }

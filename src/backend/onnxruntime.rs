@@ -3,7 +3,7 @@
 //! onnxruntime wheel from PyPI: `ORT_DYLIB_PATH` names it, or else the one
 //! `cargo xtask` installed under `target/xtask/ort-venv/` is used.
 
-use super::{Backend, RawRun};
+use super::{Backend, RawRun, RunError};
 use crate::tensor::{Storage, Tensor};
 use crate::Model;
 use half::{bf16, f16};
@@ -183,12 +183,23 @@ impl Backend for OnnxRuntime {
         "onnxruntime"
     }
 
+    fn version(&self) -> String {
+        // The library loaded at run time is the runtime judged; the crate
+        // only binds it. Its build string names its release branch.
+        let info = ort::info();
+        let release = info
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .find_map(|part| part.strip_prefix("git-branch=rel-"))
+            .unwrap_or(info);
+        format!("onnxruntime {release} (ort {})", env!("ONNXC_VERSION_ORT"))
+    }
+
     fn run(
         &self,
         model: &Model,
         model_bytes: &[u8],
         inputs: &[Tensor],
-    ) -> Result<Vec<Tensor>, String> {
+    ) -> Result<Vec<Tensor>, RunError> {
         let builder = Session::builder(&self.env).map_err(|e| e.to_string())?;
         let mut builder = builder.with_intra_threads(1).map_err(|e| e.to_string())?;
         let mut session = builder
@@ -210,7 +221,7 @@ impl Backend for OnnxRuntime {
                 let v = outputs
                     .get(o.name.as_str())
                     .ok_or_else(|| format!("onnxruntime returned no output '{}'", o.name))?;
-                from_value(v)
+                Ok(from_value(v)?)
             })
             .collect()
     }
