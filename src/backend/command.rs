@@ -30,14 +30,29 @@
 //! `command:<stem>`, the file stem of the program's last word that is not
 //! an option (`command:onnx_reference` for
 //! `python3 xtask/src/runtimes/onnx_reference.py`).
+//!
+//! **Serve mode** (`ONNX_COMMAND_SERVE=1`), for programs whose start-up
+//! dominates a run (an interpreter importing a runtime): the program is
+//! started once per concurrent run as `PROGRAM --serve` and kept. For each
+//! run the harness writes the folder as above, sends its path and a newline
+//! on the program's standard input, and waits for the line `done` on its
+//! standard output; the folder then holds the answer exactly as in the
+//! one-shot protocol (outputs, or `error.txt`). Other lines on standard
+//! output are ignored; standard error goes to a file the harness quotes on
+//! a crash. A program that exits before answering has crashed (a fresh one
+//! is started for the next run); one that does not answer within the time
+//! limit is killed with its process group, and the run is a timeout.
+//! Nothing else changes: the same trials, names and verdicts.
 
 use super::{Backend, RawRun, RunError};
 use crate::model::Model;
 use crate::proto::{self, LoadOptions};
 use crate::tensor::Tensor;
 use crate::{files, Limits};
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -71,6 +86,8 @@ pub enum CommandError {
         program: String,
         source: std::io::Error,
     },
+    #[error("ONNX_COMMAND_SERVE={0:?}: expected 0 or 1")]
+    BadServe(String),
 }
 
 impl From<CommandError> for RunError {
@@ -85,8 +102,23 @@ pub struct Command {
     argv: Vec<String>,
     name: String,
     timeout: Duration,
+    /// Serve mode: programs started with `--serve` and kept between runs
+    /// (idle ones here; one per concurrent run at most).
+    serve: Option<Mutex<Vec<Server>>>,
     /// The last `version.txt` the program wrote.
     version: Mutex<Option<String>>,
+}
+
+/// How a run of the program ended, before its folder is read.
+enum Finished {
+    /// One-shot: the program exited with this status.
+    Exited(ExitStatus),
+    /// Serve mode: the program said `done`.
+    Answered,
+    /// Serve mode: the program died before answering (how).
+    Died(String),
+    /// Stopped at the time limit (the end of its standard error).
+    TimedOut(String),
 }
 
 impl Command {
@@ -97,7 +129,19 @@ impl Command {
             Ok(text) => parse_timeout(&text).map_err(|e| e.to_string())?,
             Err(_) => DEFAULT_TIMEOUT,
         };
-        Command::new(spec, timeout).map_err(|e| e.to_string())
+        let serve = match std::env::var("ONNX_COMMAND_SERVE").as_deref() {
+            Err(_) | Ok("") | Ok("0") => false,
+            Ok("1") => true,
+            Ok(other) => return Err(CommandError::BadServe(other.to_string()).to_string()),
+        };
+        let command = Command::new(spec, timeout).map_err(|e| e.to_string())?;
+        Ok(if serve { command.serving() } else { command })
+    }
+
+    /// The same backend in serve mode.
+    pub fn serving(mut self) -> Command {
+        self.serve = Some(Mutex::new(Vec::new()));
+        self
     }
 
     pub fn new(spec: &str, timeout: Duration) -> Result<Command, CommandError> {
@@ -110,6 +154,7 @@ impl Command {
             name: format!("command:{}", stem(&argv)),
             argv,
             timeout,
+            serve: None,
             version: Mutex::new(None),
         })
     }
@@ -137,35 +182,63 @@ impl Command {
             })?;
             write(&folder.join(&file), &bytes)?;
         }
-        let status = self.run_program(folder)?;
+        let finished = match &self.serve {
+            Some(pool) => self.ask_server(pool, folder)?,
+            None => self.run_program(folder)?,
+        };
         if let Some(v) = read_text(&folder.join("version.txt")) {
             if let Ok(mut seen) = self.version.lock() {
                 *seen = Some(v.lines().next().unwrap_or("").trim().to_string());
             }
         }
-        let Some(status) = status else {
-            return Ok(RawRun::TimedOut(format!(
-                "still running after {:?}; killed{}",
-                self.timeout,
-                stderr_tail(folder)
-            )));
+        let status = match finished {
+            Finished::TimedOut(stderr) => {
+                return Ok(RawRun::TimedOut(format!(
+                    "still running after {:?}; killed{stderr}",
+                    self.timeout
+                )))
+            }
+            Finished::Died(how) => return Ok(RawRun::Crashed(how)),
+            Finished::Exited(status) => Some(status),
+            Finished::Answered => None,
         };
         if let Some(message) = read_text(&folder.join("error.txt")) {
             return Ok(RawRun::Rejected(message.trim_end().to_string()));
         }
-        if !status.success() {
+        if let Some(status) = status.filter(|s| !s.success()) {
             return Ok(RawRun::Crashed(format!(
                 "{} without error.txt{}",
                 describe(status),
-                stderr_tail(folder)
+                stderr_tail(&folder.join("stderr.txt"))
             )));
         }
         Ok(read_outputs(folder))
     }
 
-    /// Runs the program on `folder`: its exit status, or None when it was
-    /// killed at the time limit.
-    fn run_program(&self, folder: &Path) -> Result<Option<ExitStatus>, CommandError> {
+    /// Serve mode: hands `folder` to an idle server (starting one if none
+    /// is idle) and waits for its answer. A server that answered goes back
+    /// to the pool; one that died or was stopped does not.
+    fn ask_server(
+        &self,
+        pool: &Mutex<Vec<Server>>,
+        folder: &Path,
+    ) -> Result<Finished, CommandError> {
+        let idle = pool.lock().ok().and_then(|mut p| p.pop());
+        let mut server = match idle {
+            Some(s) => s,
+            None => Server::start(&self.argv)?,
+        };
+        let finished = server.ask(folder, self.timeout);
+        if matches!(finished, Finished::Answered) {
+            if let Ok(mut p) = pool.lock() {
+                p.push(server);
+            }
+        }
+        Ok(finished)
+    }
+
+    /// Runs the program once on `folder`.
+    fn run_program(&self, folder: &Path) -> Result<Finished, CommandError> {
         let program = self.argv.join(" ");
         let open = |name: &str| {
             std::fs::File::create(folder.join(name)).map_err(|e| CommandError::Write {
@@ -197,13 +270,13 @@ impl Command {
         let mut pause = Duration::from_millis(1);
         loop {
             if let Some(status) = child.try_wait().map_err(wait_err)? {
-                return Ok(Some(status));
+                return Ok(Finished::Exited(status));
             }
             if start.elapsed() >= self.timeout {
                 kill_group(&mut child);
                 // Reaped, so that no zombie is left behind.
                 let _ = child.wait();
-                return Ok(None);
+                return Ok(Finished::TimedOut(stderr_tail(&folder.join("stderr.txt"))));
             }
             std::thread::sleep(pause);
             pause = (pause * 2).min(Duration::from_millis(20));
@@ -227,6 +300,117 @@ fn kill_group(child: &mut std::process::Child) {
     let _ = child.kill();
 }
 
+/// A program started with `--serve`, answering one folder at a time.
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    /// Lines of the program's standard output (a thread reads them, so
+    /// that waiting for one can have a deadline); closed when it exits.
+    lines: Receiver<String>,
+    /// Where its standard error goes: a file with no name, so that nothing
+    /// is left behind however the harness ends.
+    stderr: std::fs::File,
+}
+
+impl Server {
+    fn start(argv: &[String]) -> Result<Server, CommandError> {
+        let program = argv.join(" ");
+        let stderr = tempfile::tempfile().map_err(CommandError::Folder)?;
+        let err_file = stderr.try_clone().map_err(CommandError::Folder)?;
+        let mut cmd = std::process::Command::new(&argv[0]);
+        cmd.args(&argv[1..])
+            .arg("--serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(err_file);
+        // As in one-shot runs: a time limit stops the whole group.
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let mut child = cmd.spawn().map_err(|source| CommandError::Start {
+            program: program.clone(),
+            source,
+        })?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            kill_group(&mut child);
+            let _ = child.wait();
+            return Err(CommandError::Start {
+                program,
+                source: std::io::Error::other("no pipes to the program"),
+            });
+        };
+        let (send, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Server {
+            child,
+            stdin,
+            lines,
+            stderr,
+        })
+    }
+
+    /// Sends `folder` and waits up to `timeout` for `done`.
+    fn ask(&mut self, folder: &Path, timeout: Duration) -> Finished {
+        let sent = writeln!(self.stdin, "{}", folder.display()).and_then(|_| self.stdin.flush());
+        if sent.is_err() {
+            return self.died();
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.trim() == "done" => return Finished::Answered,
+                // Not part of the protocol: whatever else the program prints.
+                Ok(_) => continue,
+                Err(RecvTimeoutError::Timeout) => {
+                    kill_group(&mut self.child);
+                    let _ = self.child.wait();
+                    return Finished::TimedOut(tail_of(&self.stderr));
+                }
+                Err(RecvTimeoutError::Disconnected) => return self.died(),
+            }
+        }
+    }
+
+    /// The program closed its output: how it ended.
+    fn died(&mut self) -> Finished {
+        // Its output is closed; it is exiting or has exited. Not waited for
+        // without bound: it may have closed its output and kept running.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                _ => {
+                    kill_group(&mut self.child);
+                    let _ = self.child.wait();
+                    break None;
+                }
+            }
+        };
+        let how = status.map_or_else(|| "closed its output".to_string(), describe);
+        Finished::Died(format!(
+            "the serving program ended ({how}) before answering{}",
+            tail_of(&self.stderr)
+        ))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        kill_group(&mut self.child);
+        let _ = self.child.wait();
+    }
+}
+
 fn write(path: &Path, bytes: &[u8]) -> Result<(), CommandError> {
     std::fs::write(path, bytes).map_err(|e| CommandError::Write {
         file: path.display().to_string(),
@@ -240,19 +424,41 @@ fn read_text(path: &Path) -> Option<String> {
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// The end of the program's standard error, for crash and timeout messages.
-fn stderr_tail(folder: &Path) -> String {
-    let text = read_text(&folder.join("stderr.txt")).unwrap_or_default();
+/// The end of the program's standard error (the file `path`), for crash
+/// and timeout messages.
+fn stderr_tail(path: &Path) -> String {
+    std::fs::File::open(path).map_or_else(|_| String::new(), |f| tail_of(&f))
+}
+
+/// The end of a file, read without moving its offset: a serving program
+/// writes through the same open file, and its file grows over all its runs.
+fn tail_of(file: &std::fs::File) -> String {
+    #[cfg(unix)]
+    let bytes = {
+        use std::os::unix::fs::FileExt;
+        let len = file.metadata().map_or(0, |m| m.len());
+        let from = len.saturating_sub(STDERR_TAIL as u64);
+        let mut bytes = vec![0; (len - from) as usize];
+        match file.read_at(&mut bytes, from) {
+            Ok(n) => {
+                bytes.truncate(n);
+                bytes
+            }
+            Err(_) => Vec::new(),
+        }
+    };
+    #[cfg(not(unix))]
+    let bytes: Vec<u8> = {
+        let _ = file;
+        Vec::new()
+    };
+    let text = String::from_utf8_lossy(&bytes);
     let text = text.trim();
     if text.is_empty() {
-        return String::new();
+        String::new()
+    } else {
+        format!("; stderr: {text}")
     }
-    let start = text
-        .char_indices()
-        .rev()
-        .nth(STDERR_TAIL)
-        .map_or(0, |(i, _)| i);
-    format!("; stderr: {}", &text[start..])
 }
 
 fn describe(status: ExitStatus) -> String {
@@ -470,6 +676,54 @@ cp "$1/input_0.pb" "$1/output_0.pb"; echo "echo 1.0" > "$1/version.txt""#,
         assert!(start.elapsed() < Duration::from_secs(5));
         std::thread::sleep(Duration::from_millis(2500));
         assert!(!marker.exists(), "the program's child was not stopped");
+    }
+
+    #[test]
+    fn serve_mode_keeps_one_program_and_replaces_a_dead_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let (m, bytes) = model();
+        let starts = dir.path().join("starts");
+        let server = script(
+            dir.path(),
+            &format!(
+                r#"echo start >> {}
+[ "$1" = "--serve" ] || exit 9
+while read d; do
+  if [ -f "$d/input_0.pb" ]; then cp "$d/input_0.pb" "$d/output_0.pb"; echo noise; echo done
+  else echo boom >&2; exit 4; fi
+done"#,
+                starts.display()
+            ),
+        );
+        let c = Command::new(&server, DEFAULT_TIMEOUT).unwrap().serving();
+        let x = Tensor::from_vec(&[1], vec![3u8]);
+        let started = || std::fs::read_to_string(&starts).unwrap().lines().count();
+        for _ in 0..3 {
+            assert_eq!(
+                c.run(&m, &bytes, std::slice::from_ref(&x)),
+                Ok(vec![x.clone()])
+            );
+        }
+        assert_eq!(started(), 1, "one program served every run");
+        match c.run(&m, &bytes, &[]) {
+            Err(RunError::Crashed(m)) => {
+                assert!(m.contains("exit status 4") && m.contains("boom"), "{m}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            c.run(&m, &bytes, std::slice::from_ref(&x)),
+            Ok(vec![x.clone()])
+        );
+        assert_eq!(started(), 2, "a fresh program replaced the dead one");
+
+        let hang = script(dir.path(), r#"while read d; do sleep 30; done"#);
+        let c = Command::new(&hang, Duration::from_millis(300))
+            .unwrap()
+            .serving();
+        let start = Instant::now();
+        assert!(matches!(c.run(&m, &bytes, &[]), Err(RunError::TimedOut(_))));
+        assert!(start.elapsed() < Duration::from_secs(5));
     }
 
     #[test]

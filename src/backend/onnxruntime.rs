@@ -15,6 +15,8 @@ use std::sync::OnceLock;
 
 pub struct OnnxRuntime {
     env: ort::environment::Environment,
+    /// The shared library loaded (its file name carries its version).
+    library: PathBuf,
 }
 
 /// The onnxruntime shared library to load.
@@ -47,8 +49,9 @@ pub fn library_path() -> Result<PathBuf, String> {
 
 impl OnnxRuntime {
     pub fn new() -> Result<OnnxRuntime, String> {
-        static ENV: OnceLock<Result<ort::environment::Environment, String>> = OnceLock::new();
-        let env = ENV
+        type Loaded = (ort::environment::Environment, PathBuf);
+        static ENV: OnceLock<Result<Loaded, String>> = OnceLock::new();
+        let (env, library) = ENV
             .get_or_init(|| {
                 let path = library_path()?;
                 let builder = ort::init_from(&path)
@@ -58,10 +61,10 @@ impl OnnxRuntime {
                     .map_err(|e| format!("initializing onnxruntime: {e}"))?;
                 // Failures come back as errors; the log would repeat them on stderr.
                 env.set_log_level(ort::logging::LogLevel::Fatal);
-                Ok(env)
+                Ok((env, path))
             })
             .clone()?;
-        Ok(OnnxRuntime { env })
+        Ok(OnnxRuntime { env, library })
     }
 }
 
@@ -185,12 +188,17 @@ impl Backend for OnnxRuntime {
 
     fn version(&self) -> String {
         // The library loaded at run time is the runtime judged; the crate
-        // only binds it. Its build string names its release branch.
-        let info = ort::info();
-        let release = info
-            .split(|c: char| c == ',' || c.is_whitespace())
-            .find_map(|part| part.strip_prefix("git-branch=rel-"))
-            .unwrap_or(info);
+        // only binds it. The wheel names the library by its version
+        // (libonnxruntime.so.1.32.0); its build string has no version, only
+        // a commit, which stands in when the name has none.
+        let from_name = self
+            .library
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.split_once(".so."))
+            .map(|(_, v)| v.to_string())
+            .filter(|v| !v.is_empty() && v.chars().all(|c| c.is_ascii_digit() || c == '.'));
+        let release = from_name.unwrap_or_else(|| ort::info().to_string());
         format!("onnxruntime {release} (ort {})", env!("ONNXC_VERSION_ORT"))
     }
 

@@ -40,14 +40,38 @@ def version():
     return f"onnxruntime {import_onnxruntime().__version__} (Python API, CPUExecutionProvider)"
 
 
-def as_feed(a):
+def as_value(ort, a):
+    """An input array as an OrtValue."""
+    import ml_dtypes
     import numpy as np
+    from onnx import TensorProto
 
     # onnx reads string tensors as bytes objects; onnxruntime takes str.
     if a.dtype == object:
-        return np.array([v.decode("utf-8") if isinstance(v, bytes) else v for v in a.flat],
-                        dtype=object).reshape(a.shape)
-    return a
+        a = np.array([v.decode("utf-8") if isinstance(v, bytes) else v for v in a.flat],
+                     dtype=object).reshape(a.shape)
+    # numpy has no bfloat16 of its own (onnx reads it as ml_dtypes'), and
+    # onnxruntime's numpy bridge refuses it: handed over as its bits, with
+    # the element type said, as the `onnxruntime` backend hands it over.
+    if a.dtype == ml_dtypes.bfloat16:
+        bits = np.ascontiguousarray(a).view(np.uint16)
+        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(bits, TensorProto.BFLOAT16)
+    return ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(a))
+
+
+def as_array(value):
+    """An output OrtValue as a numpy array."""
+    import ctypes
+
+    import ml_dtypes
+    import numpy as np
+
+    if value.data_type() == "tensor(bfloat16)":
+        # No numpy type for it on onnxruntime's side: its bits, read from
+        # the value's buffer (data_ptr, tensor_size_in_bytes).
+        raw = ctypes.string_at(value.data_ptr(), value.tensor_size_in_bytes())
+        return np.frombuffer(raw, dtype=np.uint16).view(ml_dtypes.bfloat16).reshape(value.shape())
+    return value.numpy()
 
 
 def run(model_path, arrays):
@@ -56,8 +80,8 @@ def run(model_path, arrays):
     options.intra_op_num_threads = 1
     options.log_severity_level = 4
     session = ort.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
-    feeds = {i.name: as_feed(a) for i, a in zip(session.get_inputs(), arrays)}
-    return session.run(None, feeds)
+    feeds = {i.name: as_value(ort, a) for i, a in zip(session.get_inputs(), arrays)}
+    return [as_array(v) for v in session.run_with_ort_values(None, feeds)]
 
 
 if __name__ == "__main__":
