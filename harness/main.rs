@@ -159,6 +159,7 @@ fn trials(recorder: &Recorder, cli: &Cli) -> Result<(Vec<Trial>, Option<Arc<Ctx>
             .and(cli.exact_names())
             .map(<[String]>::to_vec),
     });
+    recorder.judging(ctx.backend.clone());
     let mut trials = Vec::new();
     let mut names = Vec::new();
     for case in cases {
