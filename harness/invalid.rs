@@ -173,7 +173,22 @@ pub enum Seen {
     Accepted(usize),
     Rejected(String),
     Panicked(String),
+    /// The runtime's process died (judged like a panic).
+    Crashed(String),
+    TimedOut(String),
     CannotRun(String),
+}
+
+impl From<RawRun> for Seen {
+    fn from(run: RawRun) -> Seen {
+        match run {
+            RawRun::Ran(outs) => Seen::Accepted(outs.len()),
+            RawRun::Rejected(m) => Seen::Rejected(m),
+            RawRun::CannotRun(m) => Seen::CannotRun(m),
+            RawRun::Crashed(m) => Seen::Crashed(m),
+            RawRun::TimedOut(m) => Seen::TimedOut(m),
+        }
+    }
 }
 
 impl Seen {
@@ -182,7 +197,8 @@ impl Seen {
     fn failure_kind(&self) -> FailureKind {
         match self {
             Seen::Accepted(_) => FailureKind::Accepted,
-            Seen::Panicked(_) => FailureKind::Panic,
+            Seen::Panicked(_) | Seen::Crashed(_) => FailureKind::Panic,
+            Seen::TimedOut(_) => FailureKind::Timeout,
             Seen::Rejected(_) | Seen::CannotRun(_) => FailureKind::Error,
         }
     }
@@ -192,6 +208,8 @@ impl Seen {
             Seen::Accepted(n) => format!("{runtime} accepted it and produced {n} outputs"),
             Seen::Rejected(m) => format!("{runtime} rejected it: {m}"),
             Seen::Panicked(m) => format!("{runtime} panicked: {m}"),
+            Seen::Crashed(m) => format!("{runtime} crashed: {m}"),
+            Seen::TimedOut(m) => format!("{runtime} timed out: {m}"),
             Seen::CannotRun(m) => format!("it cannot be run by {runtime}: {m}"),
         }
     }
@@ -249,15 +267,13 @@ pub fn run_other(case: &Case, backend: &dyn Backend, limits: Limits) -> Seen {
         match run_case::prepare(case, 0, limits) {
             Ok(p) => match backend.run(&p.model, &p.bytes, &p.inputs) {
                 Ok(outs) => Seen::Accepted(outs.len()),
-                Err(m) => Seen::Rejected(m),
+                Err(e) => RawRun::from(e).into(),
             },
             Err(_) => match decode_inputs(case, limits) {
                 Err(e) => Seen::CannotRun(e),
-                Ok(inputs) => match backend.run_files(&case.dir.join("model.onnx"), &inputs) {
-                    RawRun::Ran(outs) => Seen::Accepted(outs.len()),
-                    RawRun::Rejected(m) => Seen::Rejected(m),
-                    RawRun::CannotRun(m) => Seen::CannotRun(m),
-                },
+                Ok(inputs) => backend
+                    .run_files(&case.dir.join("model.onnx"), &inputs)
+                    .into(),
             },
         }
     }));

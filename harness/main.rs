@@ -164,6 +164,7 @@ fn trials(recorder: &Recorder, cli: &Cli) -> Result<(Vec<Trial>, Option<Arc<Ctx>
             .map(<[String]>::to_vec),
         trial_timeout: timeout::from_env()?,
     });
+    recorder.judging(ctx.backend.clone());
     let mut trials = Vec::new();
     let mut names = Vec::new();
     for case in cases {

@@ -4,8 +4,9 @@
 use crate::discover::Case;
 use crate::run_case::Verdict;
 use anyhow::{Context, Result};
+use onnx_conformance::backend::Backend;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 pub use onnx_conformance::trial_record::{
     Outcome, TrialMeta as Meta, TrialRecord as Record, TrialRecords,
@@ -103,6 +104,10 @@ impl MetaExt for Meta {
 pub struct Recorder {
     records: Arc<Mutex<Vec<Record>>>,
     dir: Option<PathBuf>,
+    /// The runtime under test, asked for its name and version when records
+    /// are written (a program behind `command:` tells its version only once
+    /// it has run).
+    runtime: Arc<OnceLock<Arc<dyn Backend>>>,
 }
 
 impl Recorder {
@@ -112,12 +117,22 @@ impl Recorder {
             dir: std::env::var_os("ONNX_RECORD_DIR")
                 .filter(|d| !d.is_empty())
                 .map(PathBuf::from),
+            runtime: Arc::default(),
+        }
+    }
+
+    /// The runtime's name and version, as records name them.
+    fn identity(&self) -> (String, String) {
+        match self.runtime.get() {
+            Some(b) => (b.name().to_string(), b.version()),
+            // Discovery failed before a backend existed.
+            None => (backend_name(), String::new()),
         }
     }
 
     pub fn push(&self, r: Record) {
         if let Some(dir) = &self.dir {
-            if let Err(e) = write_one(dir, &r) {
+            if let Err(e) = write_one(dir, &r, self.identity()) {
                 // The trial's own verdict stands; the missing file shows
                 // up when the records are merged.
                 eprintln!("could not write the record of {}: {e:#}", r.meta.trial);
@@ -128,6 +143,11 @@ impl Recorder {
         }
     }
 
+    /// Names the runtime whose trials are recorded.
+    pub fn judging(&self, backend: Arc<dyn Backend>) {
+        let _ = self.runtime.set(backend);
+    }
+
     pub fn write(&self, path: &Path) -> Result<()> {
         let mut records = self
             .records
@@ -135,8 +155,10 @@ impl Recorder {
             .map_err(|_| anyhow::anyhow!("recorder poisoned"))?
             .clone();
         records.sort_by(|a, b| a.meta.trial.cmp(&b.meta.trial));
+        let (backend, runtime_version) = self.identity();
         let doc = TrialRecords {
-            backend: backend_name(),
+            backend,
+            runtime_version,
             records,
         };
         if let Some(dir) = path.parent() {
@@ -156,10 +178,11 @@ fn backend_name() -> String {
 
 /// Writes one record as `<dir>/<file_name(trial)>.json`, a [`TrialRecords`]
 /// holding it alone.
-fn write_one(dir: &Path, r: &Record) -> Result<()> {
+fn write_one(dir: &Path, r: &Record, (backend, runtime_version): (String, String)) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     let doc = TrialRecords {
-        backend: backend_name(),
+        backend,
+        runtime_version,
         records: vec![r.clone()],
     };
     let path = dir.join(format!("{}.json", file_name(&r.meta.trial)));

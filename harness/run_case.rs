@@ -2,7 +2,7 @@
 
 use crate::discover::{numbered, Case};
 use anyhow::{Context, Result};
-use onnx_conformance::backend::Backend;
+use onnx_conformance::backend::{Backend, RunError};
 use onnx_conformance::compare::{self, Mismatch, Policy};
 use onnx_conformance::proto::{self, LoadOptions};
 pub use onnx_conformance::trial_record::FailureKind;
@@ -146,10 +146,23 @@ pub fn run_prepared_with(
     }));
     let actual = match run {
         Ok(Ok(a)) => a,
-        Ok(Err(e)) => {
+        Ok(Err(RunError::Rejected(e))) => {
             return fail(
                 FailureKind::Error,
                 format!("{} failed: {e}", backend.name()),
+            )
+        }
+        // A runtime process that died is judged like one that panicked.
+        Ok(Err(RunError::Crashed(e))) => {
+            return fail(
+                FailureKind::Panic,
+                format!("{} crashed: {e}", backend.name()),
+            )
+        }
+        Ok(Err(RunError::TimedOut(e))) => {
+            return fail(
+                FailureKind::Timeout,
+                format!("{} timed out: {e}", backend.name()),
             )
         }
         Err(panic) => {

@@ -466,13 +466,22 @@ impl onnx_conformance::backend::Backend for Fake {
         "fake"
     }
 
+    fn version(&self) -> String {
+        "fake 0".into()
+    }
+
     fn run(
         &self,
         _: &onnx_conformance::Model,
         _: &[u8],
         _: &[onnx_conformance::Tensor],
-    ) -> Result<Vec<onnx_conformance::Tensor>, String> {
-        Err("fake rejects parsed models".into())
+    ) -> Result<Vec<onnx_conformance::Tensor>, onnx_conformance::backend::RunError> {
+        use onnx_conformance::backend::RunError;
+        match self.0 {
+            "died" => Err(RunError::Crashed("killed by signal 11".into())),
+            "hung" => Err(RunError::TimedOut("still running after 60s".into())),
+            _ => Err("fake rejects parsed models".into()),
+        }
     }
 
     fn check_input(&self, _: &onnx_conformance::Tensor) -> Result<(), String> {
@@ -492,9 +501,50 @@ impl onnx_conformance::backend::Backend for Fake {
             "reject" => RawRun::Rejected("no".into()),
             "accept" => RawRun::Ran(inputs.to_vec()),
             "cannot" => RawRun::CannotRun("no way".into()),
+            "died" => RawRun::Crashed("killed by signal 11".into()),
+            "hung" => RawRun::TimedOut("still running after 60s".into()),
             _ => panic!("fake crashed"),
         }
     }
+}
+
+/// A runtime process that dies is judged like a panic, and one stopped at
+/// its time limit as a timeout, both for a valid case and for an invalid
+/// one (whose model file reaches the runtime's own loader).
+#[test]
+fn crashes_and_timeouts_of_runtime_processes_are_judged_apart() {
+    let p = prepared("test_constant_pad");
+    let (_tmp, dir) = scratch("crash-timeout");
+    let died = run_case::run_prepared("case x", &p, &Fake("died"), &dir);
+    assert_eq!(died.kind, Some(run_case::FailureKind::Panic));
+    assert!(died
+        .failure
+        .unwrap()
+        .contains("fake crashed: killed by signal 11"));
+    let hung = run_case::run_prepared("case x", &p, &Fake("hung"), &dir);
+    assert_eq!(hung.kind, Some(run_case::FailureKind::Timeout));
+    assert!(hung
+        .failure
+        .unwrap()
+        .contains("fake timed out: still running after 60s"));
+
+    let (_tmp, root) = scratch("invalid-crash");
+    let case_dir = root.join("invalid/model_garbage");
+    copy_case(&invalid_case("model_garbage"), &case_dir);
+    std::fs::copy(
+        invalid_case("model_garbage").join("expected_error.toml"),
+        case_dir.join("expected_error.toml"),
+    )
+    .unwrap();
+    let case = discover::discover(std::slice::from_ref(&root))
+        .unwrap()
+        .remove(0);
+    let died = invalid::check(&case, &Fake("died"), Limits::default());
+    assert_eq!(died.kind, Some(run_case::FailureKind::Panic));
+    assert!(died.failure.unwrap().contains("fake crashed"));
+    let hung = invalid::check(&case, &Fake("hung"), Limits::default());
+    assert_eq!(hung.kind, Some(run_case::FailureKind::Timeout));
+    assert!(hung.failure.unwrap().contains("fake timed out"));
 }
 
 /// When our loader rejects the model, another runtime gets the file anyway:

@@ -65,14 +65,18 @@ pub enum FailureKind {
     Panic,
     /// An invalid case that the runtime accepted instead of rejecting.
     Accepted,
+    /// The runtime (in another process) did not finish within its time
+    /// limit and was stopped: neither a refusal nor a crash.
+    Timeout,
 }
 
 impl FailureKind {
-    pub const ALL: [FailureKind; 4] = [
+    pub const ALL: [FailureKind; 5] = [
         FailureKind::Values,
         FailureKind::Error,
         FailureKind::Panic,
         FailureKind::Accepted,
+        FailureKind::Timeout,
     ];
 
     /// The name used in JSON, reports and `cases/expectations.toml`.
@@ -82,6 +86,7 @@ impl FailureKind {
             FailureKind::Error => "error",
             FailureKind::Panic => "panic",
             FailureKind::Accepted => "accepted",
+            FailureKind::Timeout => "timeout",
         }
     }
 }
@@ -134,6 +139,11 @@ pub struct TrialRecord {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct TrialRecords {
     pub backend: String,
+    /// The runtime's name and version (`Backend::version`), so that every
+    /// result names the build of the runtime that produced it. Records
+    /// written before the field existed read as empty.
+    #[serde(default)]
+    pub runtime_version: String,
     pub records: Vec<TrialRecord>,
 }
 
@@ -146,6 +156,8 @@ pub enum MergeError {
     Backends(String, String),
     #[error("trial {0} was recorded twice, with different outcomes or figures")]
     Conflict(String),
+    #[error("the records come from different builds of the runtime: {0} and {1}")]
+    Versions(String, String),
 }
 
 impl TrialRecords {
@@ -156,10 +168,21 @@ impl TrialRecords {
     /// writes them.
     pub fn merge(parts: Vec<TrialRecords>) -> Result<TrialRecords, MergeError> {
         let backend = parts.first().ok_or(MergeError::Empty)?.backend.clone();
+        // A record written before the runtime first ran may not know its
+        // version (a command program tells it on its first run): empty
+        // versions say nothing, two different ones are an error.
+        let mut runtime_version = String::new();
         let mut by_trial: std::collections::BTreeMap<String, TrialRecord> = Default::default();
         for part in parts {
             if part.backend != backend {
                 return Err(MergeError::Backends(backend, part.backend));
+            }
+            if !part.runtime_version.is_empty() {
+                if runtime_version.is_empty() {
+                    runtime_version = part.runtime_version.clone();
+                } else if runtime_version != part.runtime_version {
+                    return Err(MergeError::Versions(runtime_version, part.runtime_version));
+                }
             }
             for r in part.records {
                 match by_trial.get(&r.meta.trial) {
@@ -175,6 +198,7 @@ impl TrialRecords {
         }
         Ok(TrialRecords {
             backend,
+            runtime_version,
             records: by_trial.into_values().collect(),
         })
     }
@@ -208,6 +232,7 @@ mod tests {
     fn part(backend: &str, records: Vec<TrialRecord>) -> TrialRecords {
         TrialRecords {
             backend: backend.into(),
+            runtime_version: String::new(),
             records,
         }
     }
@@ -253,5 +278,18 @@ mod tests {
             Err(MergeError::Backends("ours".into(), "tract".into()))
         );
         assert_eq!(TrialRecords::merge(vec![]), Err(MergeError::Empty));
+        let built = |v: &str| TrialRecords {
+            runtime_version: v.into(),
+            ..part("ours", vec![])
+        };
+        assert_eq!(
+            TrialRecords::merge(vec![built(""), built("1.0"), built("")])
+                .map(|m| m.runtime_version),
+            Ok("1.0".into())
+        );
+        assert_eq!(
+            TrialRecords::merge(vec![built("1.0"), built("1.1")]),
+            Err(MergeError::Versions("1.0".into(), "1.1".into()))
+        );
     }
 }

@@ -1,8 +1,14 @@
 //! The seam through which any runtime is judged by the same suite: our
-//! kernels, or another runtime behind a cargo feature.
+//! kernels, another runtime behind a cargo feature, or any program that
+//! speaks the folder protocol of [`command`] (`ONNX_BACKEND=command:PROGRAM`).
 
+#[cfg(feature = "candle")]
+pub mod candle;
+pub mod command;
 #[cfg(feature = "onnxruntime")]
 pub mod onnxruntime;
+#[cfg(feature = "rten")]
+pub mod rten;
 #[cfg(feature = "tract")]
 pub mod tract;
 
@@ -10,6 +16,35 @@ use crate::model::Model;
 use crate::ops::Limits;
 use crate::tensor::Tensor;
 use std::path::Path;
+
+/// Why a run produced no outputs. A runtime in this process can only refuse
+/// (its panics are caught by the harness); a runtime in another process can
+/// also die or hang, and those are judged apart from a refusal.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RunError {
+    /// The runtime refused the model or the inputs, with its message.
+    #[error("{0}")]
+    Rejected(String),
+    /// The runtime's process died without saying why (a signal, or a
+    /// nonzero exit without a refusal): judged like a panic.
+    #[error("crashed: {0}")]
+    Crashed(String),
+    /// The runtime did not finish within its time limit and was stopped.
+    #[error("timed out: {0}")]
+    TimedOut(String),
+}
+
+impl From<String> for RunError {
+    fn from(message: String) -> RunError {
+        RunError::Rejected(message)
+    }
+}
+
+impl From<&str> for RunError {
+    fn from(message: &str) -> RunError {
+        RunError::Rejected(message.to_string())
+    }
+}
 
 /// What a runtime did with a model file it was handed as is (one our own
 /// loader may have rejected).
@@ -22,12 +57,30 @@ pub enum RawRun {
     /// The file cannot be put to this runtime at all (why): neither a
     /// rejection nor a run.
     CannotRun(String),
+    /// The runtime's process died (see [`RunError::Crashed`]).
+    Crashed(String),
+    /// The runtime was stopped at its time limit.
+    TimedOut(String),
+}
+
+impl From<RunError> for RawRun {
+    fn from(e: RunError) -> RawRun {
+        match e {
+            RunError::Rejected(m) => RawRun::Rejected(m),
+            RunError::Crashed(m) => RawRun::Crashed(m),
+            RunError::TimedOut(m) => RawRun::TimedOut(m),
+        }
+    }
 }
 
 /// A runtime that runs a model on inputs.
 pub trait Backend: Send + Sync {
     /// A short name used in trial names, expectations and reports.
     fn name(&self) -> &str;
+    /// The runtime's name and version as its build or its program reports
+    /// them (for example `rten 0.27.0`), recorded with every run's results
+    /// so that a result can be traced to the runtime that produced it.
+    fn version(&self) -> String;
     /// Runs the model (given both parsed and as its serialized bytes, so a
     /// runtime with its own loader can use those) on the graph inputs in order.
     fn run(
@@ -35,7 +88,7 @@ pub trait Backend: Send + Sync {
         model: &Model,
         model_bytes: &[u8],
         inputs: &[Tensor],
-    ) -> Result<Vec<Tensor>, String>;
+    ) -> Result<Vec<Tensor>, RunError>;
 
     /// Whether this runtime can be given `input` at all (an element type its
     /// API has no counterpart for cannot be): the reason when it cannot.
@@ -68,13 +121,17 @@ impl Backend for Ours {
         "ours"
     }
 
+    fn version(&self) -> String {
+        concat!("onnx-conformance ", env!("CARGO_PKG_VERSION")).to_string()
+    }
+
     fn run(
         &self,
         model: &Model,
         _model_bytes: &[u8],
         inputs: &[Tensor],
-    ) -> Result<Vec<Tensor>, String> {
-        crate::graph::run(model, inputs, self.limits).map_err(|e| e.to_string())
+    ) -> Result<Vec<Tensor>, RunError> {
+        crate::graph::run(model, inputs, self.limits).map_err(|e| RunError::Rejected(e.to_string()))
     }
 }
 
@@ -87,6 +144,13 @@ pub fn available() -> Vec<&'static str> {
     if cfg!(feature = "tract") {
         v.push("tract");
     }
+    if cfg!(feature = "rten") {
+        v.push("rten");
+    }
+    if cfg!(feature = "candle") {
+        v.push("candle");
+    }
+    v.push("command:PROGRAM");
     v
 }
 
@@ -98,6 +162,13 @@ pub fn by_name(name: &str) -> Result<Box<dyn Backend>, String> {
         "onnxruntime" => Ok(Box::new(onnxruntime::OnnxRuntime::new()?)),
         #[cfg(feature = "tract")]
         "tract" => Ok(Box::new(tract::Tract)),
+        #[cfg(feature = "rten")]
+        "rten" => Ok(Box::new(rten::Rten)),
+        #[cfg(feature = "candle")]
+        "candle" => Ok(Box::new(candle::Candle)),
+        other if other.starts_with("command:") => {
+            Ok(Box::new(command::Command::from_spec(&other["command:".len()..])?))
+        }
         other => Err(format!(
             "unknown backend '{other}' (this build knows: {}; other runtimes need their cargo feature)",
             available().join(", ")

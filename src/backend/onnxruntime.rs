@@ -3,7 +3,7 @@
 //! onnxruntime wheel from PyPI: `ORT_DYLIB_PATH` names it, or else the one
 //! `cargo xtask` installed under `target/xtask/ort-venv/` is used.
 
-use super::{Backend, RawRun};
+use super::{Backend, RawRun, RunError};
 use crate::tensor::{Storage, Tensor};
 use crate::Model;
 use half::{bf16, f16};
@@ -15,6 +15,8 @@ use std::sync::OnceLock;
 
 pub struct OnnxRuntime {
     env: ort::environment::Environment,
+    /// The shared library loaded (its file name carries its version).
+    library: PathBuf,
 }
 
 /// The onnxruntime shared library to load.
@@ -47,8 +49,9 @@ pub fn library_path() -> Result<PathBuf, String> {
 
 impl OnnxRuntime {
     pub fn new() -> Result<OnnxRuntime, String> {
-        static ENV: OnceLock<Result<ort::environment::Environment, String>> = OnceLock::new();
-        let env = ENV
+        type Loaded = (ort::environment::Environment, PathBuf);
+        static ENV: OnceLock<Result<Loaded, String>> = OnceLock::new();
+        let (env, library) = ENV
             .get_or_init(|| {
                 let path = library_path()?;
                 let builder = ort::init_from(&path)
@@ -58,10 +61,10 @@ impl OnnxRuntime {
                     .map_err(|e| format!("initializing onnxruntime: {e}"))?;
                 // Failures come back as errors; the log would repeat them on stderr.
                 env.set_log_level(ort::logging::LogLevel::Fatal);
-                Ok(env)
+                Ok((env, path))
             })
             .clone()?;
-        Ok(OnnxRuntime { env })
+        Ok(OnnxRuntime { env, library })
     }
 }
 
@@ -183,12 +186,28 @@ impl Backend for OnnxRuntime {
         "onnxruntime"
     }
 
+    fn version(&self) -> String {
+        // The library loaded at run time is the runtime judged; the crate
+        // only binds it. The wheel names the library by its version
+        // (libonnxruntime.so.1.32.0); its build string has no version, only
+        // a commit, which stands in when the name has none.
+        let from_name = self
+            .library
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.split_once(".so."))
+            .map(|(_, v)| v.to_string())
+            .filter(|v| !v.is_empty() && v.chars().all(|c| c.is_ascii_digit() || c == '.'));
+        let release = from_name.unwrap_or_else(|| ort::info().to_string());
+        format!("onnxruntime {release} (ort {})", env!("ONNXC_VERSION_ORT"))
+    }
+
     fn run(
         &self,
         model: &Model,
         model_bytes: &[u8],
         inputs: &[Tensor],
-    ) -> Result<Vec<Tensor>, String> {
+    ) -> Result<Vec<Tensor>, RunError> {
         let builder = Session::builder(&self.env).map_err(|e| e.to_string())?;
         let mut builder = builder.with_intra_threads(1).map_err(|e| e.to_string())?;
         let mut session = builder
@@ -210,7 +229,7 @@ impl Backend for OnnxRuntime {
                 let v = outputs
                     .get(o.name.as_str())
                     .ok_or_else(|| format!("onnxruntime returned no output '{}'", o.name))?;
-                from_value(v)
+                Ok(from_value(v)?)
             })
             .collect()
     }

@@ -2,7 +2,7 @@
 //! The model is loaded from its bytes by tract's own ONNX loader; input
 //! facts come from the actual inputs, then the model is optimized and run.
 
-use super::{Backend, RawRun};
+use super::{Backend, RawRun, RunError};
 use crate::tensor::{Storage, Tensor};
 use crate::Model;
 use ndarray::{ArrayD, IxDyn};
@@ -84,18 +84,22 @@ impl Backend for Tract {
         "tract"
     }
 
+    fn version(&self) -> String {
+        format!("tract-onnx {}", env!("ONNXC_VERSION_TRACT_ONNX"))
+    }
+
     fn run(
         &self,
         _model: &Model,
         model_bytes: &[u8],
         inputs: &[Tensor],
-    ) -> Result<Vec<Tensor>, String> {
+    ) -> Result<Vec<Tensor>, RunError> {
         let mut reader = std::io::Cursor::new(model_bytes);
         let model = tract_onnx::onnx()
             .model_for_read(&mut reader)
             .map_err(|e| format!("tract rejected the model: {e:#}"))?;
         run_model(model, inputs).map_err(|e| match e {
-            Refusal::Rejected(m) | Refusal::CannotRun(m) => m,
+            Refusal::Rejected(m) | Refusal::CannotRun(m) => RunError::Rejected(m),
         })
     }
 

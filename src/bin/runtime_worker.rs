@@ -24,7 +24,9 @@ fn run_case(backend: &dyn onnx_conformance::backend::Backend, dir: &Path) -> Res
         let b = std::fs::read(&p).map_err(|e| format!("reading {}: {e}", p.display()))?;
         inputs.push(proto::load_tensor(&b).map_err(|e| e.to_string())?.1);
     }
-    let outputs = backend.run(&model, &bytes, &inputs)?;
+    let outputs = backend
+        .run(&model, &bytes, &inputs)
+        .map_err(|e| e.to_string())?;
     let out = dir.join("actual");
     std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
     for (k, t) in outputs.iter().enumerate() {

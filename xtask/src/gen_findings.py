@@ -41,6 +41,90 @@ def write(root, name, node, inputs, y, opset, inits=()):
     return model
 
 
+def varint(n):
+    """A protobuf varint; negative int64 values as their 64-bit two's complement."""
+    n &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def length_delimited(field, payload):
+    """A wire-type-2 field: tag, length, payload."""
+    return varint(field << 3 | 2) + varint(len(payload)) + payload
+
+
+def packed(field, values):
+    """A repeated integer field in packed encoding (one tag, one length)."""
+    return length_delimited(field, b"".join(varint(v) for v in values))
+
+
+# Field numbers of onnx.proto used to re-encode messages by hand.
+MODEL_GRAPH, GRAPH_NODE, GRAPH_INITIALIZER, NODE_ATTRIBUTE = 7, 1, 5, 5
+TENSOR_DIMS, ATTRIBUTE_INTS = 1, 8
+
+
+def with_packed(model, initializer=None, attributes=()):
+    """The model's bytes with the dims of `initializer` (a name) and the ints
+    of the single node's `attributes` (names) in packed encoding. onnx.proto
+    is proto2 without [packed = true], so protobuf writes one tag per value;
+    a protobuf parser must accept the packed form of any repeated scalar
+    field all the same. A message is the concatenation of its fields, so each
+    message on the path is re-encoded as its other fields (serialized by
+    protobuf) followed by the re-encoded one."""
+    graph = onnx.GraphProto()
+    graph.CopyFrom(model.graph)
+    del graph.node[:]
+    del graph.initializer[:]
+    graph_bytes = graph.SerializeToString()
+    for node in model.graph.node:
+        rest = onnx.NodeProto()
+        rest.CopyFrom(node)
+        del rest.attribute[:]
+        node_bytes = rest.SerializeToString()
+        for attr in node.attribute:
+            if attr.name in attributes:
+                a = onnx.AttributeProto()
+                a.CopyFrom(attr)
+                del a.ints[:]
+                attr_bytes = a.SerializeToString() + packed(ATTRIBUTE_INTS, attr.ints)
+            else:
+                attr_bytes = attr.SerializeToString()
+            node_bytes += length_delimited(NODE_ATTRIBUTE, attr_bytes)
+        graph_bytes += length_delimited(GRAPH_NODE, node_bytes)
+    for init in model.graph.initializer:
+        if init.name == initializer:
+            t = onnx.TensorProto()
+            t.CopyFrom(init)
+            del t.dims[:]
+            init_bytes = packed(TENSOR_DIMS, init.dims) + t.SerializeToString()
+        else:
+            init_bytes = init.SerializeToString()
+        graph_bytes += length_delimited(GRAPH_INITIALIZER, init_bytes)
+    rest = onnx.ModelProto()
+    rest.CopyFrom(model)
+    rest.ClearField("graph")
+    data = rest.SerializeToString() + length_delimited(MODEL_GRAPH, graph_bytes)
+    # The same model, and really packed: protobuf reads the bytes back as
+    # the original, and its own encoding of them differs (unpacked).
+    back = onnx.ModelProto()
+    back.ParseFromString(data)
+    if back != model or back.SerializeToString() == data:
+        raise SystemExit("with_packed: the re-encoded model is not the same model in packed form")
+    return data
+
+
+def rewrite_model(root, name, data):
+    with open(os.path.join(root, name, "model.onnx"), "wb") as f:
+        f.write(data)
+
+
 def conv1d_float64(x, w):
     """Conv with no padding, stride or dilation, group 1, as plain loops over
     float64 products: exact for float16 inputs up to the final sum's rounding."""
@@ -168,6 +252,42 @@ def main():
     y = np.zeros((3, 2), np.float32)
     y[0:2, :] = x[:, 1:3]
     write(root, "center_crop_pad_int32_shape", node, [("x", x), ("shape", shape)], y, 18)
+
+    # Conv-11 SAME_LOWER on a 3x3 input with a 2x2 kernel: the total padding
+    # of 1 per axis goes at the beginning (SAME_LOWER), so y[0, 0] sees only
+    # x[0, 0]. numpy pads and slides the window; onnx's reference must agree.
+    x = np.arange(1, 10, dtype=np.float32).reshape(1, 1, 3, 3)
+    w = np.ones((1, 1, 2, 2), dtype=np.float32)
+    padded = np.pad(x, [(0, 0), (0, 0), (1, 0), (1, 0)])
+    y = np.array([[[[(padded[0, 0, i:i + 2, j:j + 2] * w[0, 0]).sum() for j in range(3)]
+                    for i in range(3)]]], dtype=np.float32)
+    # kernel_shape is given: rten needs it to know the number of spatial axes.
+    node = helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[2, 2], auto_pad="SAME_LOWER")
+    m = write(root, "conv_same_lower_2x2", node, [("x", x)], y, 11, inits=[("w", w)])
+    (ref,) = ReferenceEvaluator(m).run(None, {"x": x})
+    if not np.array_equal(ref, y):
+        raise SystemExit("conv_same_lower_2x2: numpy and onnx's ReferenceEvaluator disagree")
+
+    # The same Conv without auto_pad, its weight initializer's dims in packed
+    # encoding (the model is otherwise what protobuf writes).
+    node = helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[2, 2])
+    y = np.array([[[[(x[0, 0, i:i + 2, j:j + 2] * w[0, 0]).sum() for j in range(2)]
+                    for i in range(2)]]], dtype=np.float32)
+    m = write(root, "packed_tensor_dims", node, [("x", x)], y, 11, inits=[("w", w)])
+    (ref,) = ReferenceEvaluator(m).run(None, {"x": x})
+    if not np.array_equal(ref, y):
+        raise SystemExit("packed_tensor_dims: numpy and onnx's ReferenceEvaluator disagree")
+    rewrite_model(root, "packed_tensor_dims", with_packed(m, initializer="w"))
+
+    # The same Conv with its ints attributes (kernel_shape, strides, pads)
+    # in packed encoding.
+    node = helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[2, 2], strides=[1, 1], pads=[0, 0, 0, 0])
+    m = write(root, "packed_attribute_ints", node, [("x", x)], y, 11, inits=[("w", w)])
+    (ref,) = ReferenceEvaluator(m).run(None, {"x": x})
+    if not np.array_equal(ref, y):
+        raise SystemExit("packed_attribute_ints: numpy and onnx's ReferenceEvaluator disagree")
+    rewrite_model(root, "packed_attribute_ints",
+                  with_packed(m, attributes=("kernel_shape", "strides", "pads")))
 
 
 if __name__ == "__main__":

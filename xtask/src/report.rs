@@ -233,7 +233,7 @@ fn build(t: &Trials) -> serde_json::Value {
             )
         })
         .collect();
-    json!({ "backend": t.backend, "counts": counts(&all), "operators": operators, "failures": failures, "trials": trials,
+    json!({ "backend": t.backend, "runtime_version": t.runtime_version, "counts": counts(&all), "operators": operators, "failures": failures, "trials": trials,
         "later_reading": later_reading(&all) })
 }
 
@@ -318,6 +318,9 @@ fn cell(c: &serde_json::Value) -> String {
 fn markdown(t: &Trials, report: &serde_json::Value) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Conformance report ({})\n", t.backend);
+    if !t.runtime_version.is_empty() {
+        let _ = writeln!(s, "Runtime: {}\n", t.runtime_version);
+    }
     let _ = writeln!(s, "{}\n", summary_line(report));
     let _ = writeln!(s, "{}.\n", later_reading_line(report));
     let _ = writeln!(s, "Cells: ✓ pass, ✗ fail, ! unexpected pass, x expected failure, s skipped, – not expressible at that version, u undefined by the spec, c cannot run.\n");
@@ -591,6 +594,7 @@ mod tests {
     fn undefined_and_cannot_run_are_counted_apart() {
         let t = Trials {
             backend: "tract".into(),
+            runtime_version: "tract-onnx 0.23.9".into(),
             records: vec![
                 typed_record(
                     "invalid/a",
@@ -619,6 +623,9 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("## Cannot run (1)\n\n- `invalid/b`"), "{md}");
+        // Every report names the runtime's version it was made with.
+        assert!(md.contains("Runtime: tract-onnx 0.23.9"), "{md}");
+        assert_eq!(report["runtime_version"], "tract-onnx 0.23.9");
         let junit = junit(&t);
         assert!(
             junit.contains("skipped=\"2\"") && junit.contains("failures=\"0\""),
