@@ -32,6 +32,7 @@ fn outcomes_map_by_failure_kind() {
         (Outcome::Fail, Some(FailureKind::Error), "error"),
         (Outcome::Fail, Some(FailureKind::Panic), "crash"),
         (Outcome::Fail, None, "error"),
+        (Outcome::Fail, Some(FailureKind::Timeout), "timeout"),
         (
             Outcome::ExpectedFailure,
             Some(FailureKind::Values),
