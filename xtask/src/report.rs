@@ -86,7 +86,7 @@ pub fn run(args: Args) -> Result<()> {
 
 /// Runs the conformance suite, which writes its records to `trials_path`.
 fn run_suite(args: &Args, trials_path: &Path) -> Result<Trials> {
-    run_conformance(args.features.as_deref(), &[], trials_path, "trials")
+    run_conformance(args.features.as_deref(), &[], trials_path, "trials", true)
 }
 
 /// Runs `cargo test --release --test conformance` in a child process with
@@ -98,11 +98,14 @@ pub fn run_conformance(
     envs: &[(String, String)],
     trials_path: &Path,
     label: &str,
+    release: bool,
 ) -> Result<Trials> {
     let _ = std::fs::remove_file(trials_path);
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.current_dir(crate::project_root())
-        .args(["test", "--release", "--test", "conformance"]);
+        .arg("test")
+        .args(release.then_some("--release"))
+        .args(["--test", "conformance"]);
     if let Some(f) = features.filter(|f| !f.is_empty()) {
         cmd.args(["--features", f]);
     }

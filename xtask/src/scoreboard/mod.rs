@@ -39,6 +39,12 @@ pub struct Args {
     /// suite again: to re-render the page, or gather runs made elsewhere.
     #[arg(long)]
     reuse: bool,
+    /// Build the runtimes' suites in release mode. By default they are
+    /// debug builds, as `cargo test` and CI run the suite: the expectations
+    /// hold for those (a runtime built with overflow checks panics where a
+    /// release build misbehaves otherwise), and CI's builds are reused.
+    #[arg(long)]
+    release: bool,
 }
 
 /// What a runtime needs before its run, besides its cargo features.
@@ -437,7 +443,7 @@ pub fn run(args: Args) -> Result<()> {
         } else {
             prepare(rt, args.trial_timeout).and_then(|(backend, envs)| {
                 let features = (!rt.features.is_empty()).then_some(rt.features);
-                crate::report::run_conformance(features, &envs, &records, rt.name)
+                crate::report::run_conformance(features, &envs, &records, rt.name, args.release)
                     .map(|t| (backend, t))
             })
         };
