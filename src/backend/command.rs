@@ -252,14 +252,7 @@ impl Command {
             .stdin(Stdio::null())
             .stdout(open("stdout.txt")?)
             .stderr(open("stderr.txt")?);
-        // Its own process group, so that a time limit stops whatever the
-        // program started too (a shell script's children, a worker pool).
-        #[cfg(unix)]
-        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        let mut child = cmd.spawn().map_err(|source| CommandError::Start {
-            program: program.clone(),
-            source,
-        })?;
+        let mut child = spawn_in_group(&mut cmd, &program)?;
         let wait_err = |source| CommandError::Wait {
             program: program.clone(),
             source,
@@ -323,13 +316,7 @@ impl Server {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(err_file);
-        // As in one-shot runs: a time limit stops the whole group.
-        #[cfg(unix)]
-        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        let mut child = cmd.spawn().map_err(|source| CommandError::Start {
-            program: program.clone(),
-            source,
-        })?;
+        let mut child = spawn_in_group(&mut cmd, &program)?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             kill_group(&mut child);
             let _ = child.wait();
@@ -762,4 +749,18 @@ done"#,
             "{folder} was left behind"
         );
     }
+}
+
+/// Starts the program in a process group of its own, so that a time limit
+/// stops whatever it started too (a shell script's children, a worker pool).
+fn spawn_in_group(
+    cmd: &mut std::process::Command,
+    program: &str,
+) -> Result<std::process::Child, CommandError> {
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(cmd, 0);
+    cmd.spawn().map_err(|source| CommandError::Start {
+        program: program.to_string(),
+        source,
+    })
 }
