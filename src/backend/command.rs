@@ -565,6 +565,20 @@ impl Backend for Command {
     }
 }
 
+/// Starts the program in a process group of its own, so that a time limit
+/// stops whatever it started too (a shell script's children, a worker pool).
+fn spawn_in_group(
+    cmd: &mut std::process::Command,
+    program: &str,
+) -> Result<std::process::Child, CommandError> {
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(cmd, 0);
+    cmd.spawn().map_err(|source| CommandError::Start {
+        program: program.to_string(),
+        source,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -749,18 +763,4 @@ done"#,
             "{folder} was left behind"
         );
     }
-}
-
-/// Starts the program in a process group of its own, so that a time limit
-/// stops whatever it started too (a shell script's children, a worker pool).
-fn spawn_in_group(
-    cmd: &mut std::process::Command,
-    program: &str,
-) -> Result<std::process::Child, CommandError> {
-    #[cfg(unix)]
-    std::os::unix::process::CommandExt::process_group(cmd, 0);
-    cmd.spawn().map_err(|source| CommandError::Start {
-        program: program.to_string(),
-        source,
-    })
 }
