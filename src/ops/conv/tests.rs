@@ -1,0 +1,504 @@
+use super::*;
+use crate::error_bound::Arithmetic;
+use crate::test_rng::Rng;
+
+/// The obvious direct convolution in f64: the oracle for the fast paths.
+fn reference(g: &Geometry, x: &[f64], w: &[f64], bias: Option<&[f64]>) -> Vec<f64> {
+    let rank = g.in_spatial.len();
+    let (cg, mg) = (g.in_channels / g.group, g.out_channels / g.group);
+    let os: usize = g.out_spatial.iter().product();
+    let ks: usize = g.kernel.iter().product();
+    let is: usize = g.in_spatial.iter().product();
+    let mut y = vec![0.0; g.batch * g.out_channels * os];
+    for n in 0..g.batch {
+        for m in 0..g.out_channels {
+            let gi = m / mg;
+            for o in 0..os {
+                let mut acc = bias.map_or(0.0, |b| b[m]);
+                let mut oi = vec![0; rank];
+                let mut r = o;
+                for a in (0..rank).rev() {
+                    oi[a] = r % g.out_spatial[a];
+                    r /= g.out_spatial[a];
+                }
+                for c in 0..cg {
+                    for k in 0..ks {
+                        let mut ki = vec![0; rank];
+                        let mut r = k;
+                        for a in (0..rank).rev() {
+                            ki[a] = r % g.kernel[a];
+                            r /= g.kernel[a];
+                        }
+                        let mut off = 0;
+                        let mut inside = true;
+                        for a in 0..rank {
+                            let p = (oi[a] * g.strides[a] + ki[a] * g.dilations[a]) as i64
+                                - g.pads_begin[a] as i64;
+                            if p < 0 || p >= g.in_spatial[a] as i64 {
+                                inside = false;
+                            }
+                            off = off * g.in_spatial[a] + p.max(0) as usize;
+                        }
+                        if inside {
+                            let xv = x[(n * g.in_channels + gi * cg + c) * is + off];
+                            let wv = w[(m * cg + c) * ks + k];
+                            acc += xv * wv;
+                        }
+                    }
+                }
+                y[(n * g.out_channels + m) * os + o] = acc;
+            }
+        }
+    }
+    y
+}
+
+/// A random valid geometry: any rank 1-3, group, depthwise, 1x1,
+/// stride, dilation, padding and `auto_pad`; None when the draw is
+/// invalid (the rejection tests cover those).
+fn random_geometry(r: &mut Rng) -> Option<Geometry> {
+    let rank = 1 + r.below(3) as usize;
+    let group = [1, 1, 2, 3][r.below(4) as usize];
+    let depthwise = r.below(4) == 0;
+    let cg = if depthwise {
+        1
+    } else {
+        1 + r.below(3) as usize
+    };
+    let mg = 1 + r.below(3) as usize;
+    let pointwise = r.below(5) == 0;
+    let mut x_shape = vec![1 + r.below(2) as usize, cg * group];
+    let mut w_shape = vec![mg * group, cg];
+    let mut attrs = ConvAttrs {
+        group: group as i64,
+        ..Default::default()
+    };
+    let mut strides = vec![];
+    let mut dil = vec![];
+    let mut pads = vec![0i64; 2 * rank];
+    for a in 0..rank {
+        x_shape.push(1 + r.below(7) as usize);
+        w_shape.push(if pointwise {
+            1
+        } else {
+            1 + r.below(3) as usize
+        });
+        strides.push(if pointwise { 1 } else { 1 + r.below(3) as i64 });
+        dil.push(1 + r.below(2) as i64);
+        if !pointwise {
+            pads[a] = r.below(3) as i64;
+            pads[a + rank] = r.below(3) as i64;
+        }
+    }
+    attrs.strides = Some(strides);
+    attrs.dilations = Some(dil);
+    attrs.auto_pad = [
+        AutoPad::NotSet,
+        AutoPad::SameUpper,
+        AutoPad::SameLower,
+        AutoPad::Valid,
+    ][r.below(4) as usize];
+    if attrs.auto_pad == AutoPad::NotSet {
+        attrs.pads = Some(pads);
+    }
+    let m = w_shape[0];
+    geometry(&attrs, &x_shape, &w_shape, Some(&[m])).ok()
+}
+
+/// X, W and B for `g`, exact in f32 so that both precisions and the
+/// reference see the same values.
+fn random_inputs(g: &Geometry, r: &mut Rng) -> [Vec<f64>; 3] {
+    let lens = [
+        g.batch * g.in_channels * g.in_size(),
+        g.out_channels * g.in_channels / g.group * g.kernel_size(),
+        g.out_channels,
+    ];
+    lens.map(|n| {
+        (0..n)
+            .map(|_| r.signed_unit() as f32 as f64)
+            .collect::<Vec<f64>>()
+    })
+}
+
+/// Runs `g` on the kernels of `path` in f32 and in f64 and checks every
+/// output against the direct f64 reference, within the bound of the
+/// strict verdict policy (`error_bound.rs`):
+/// `2 * (gamma_n * (sum |w*x| + |b|) + n * eta)` with `n = K + 1`.
+/// That bound holds for any summation order, blocked or fused, so every
+/// path must meet it, and it follows from the reduction length where a
+/// picked tolerance would be too loose for short sums and too tight
+/// for long ones.
+fn check_against_reference(
+    what: &str,
+    g: &Geometry,
+    [x, w, b]: &[Vec<f64>; 3],
+    scratch: usize,
+    path: KernelPath,
+) {
+    let want = reference(g, x, w, Some(b));
+    let abs = |v: &[f64]| v.iter().map(|a| a.abs()).collect::<Vec<_>>();
+    // All terms non-negative: the reference sums their magnitudes.
+    let magnitude = reference(g, &abs(x), &abs(w), Some(&abs(b)));
+    let n = g.in_channels / g.group * g.kernel_size() + 1;
+    let narrow = |v: &[f64]| v.iter().map(|&a| a as f32).collect::<Vec<_>>();
+    let got32 = conv_on(g, &narrow(x), &narrow(w), Some(&narrow(b)), scratch, path);
+    let got64 = conv_on(g, x, w, Some(b), scratch, path);
+    let (f32_sum, f64_sum) = (
+        Arithmetic::of(DataType::Float).unwrap(),
+        Arithmetic::of(DataType::Double).unwrap(),
+    );
+    for i in 0..want.len() {
+        for (precision, got, bound) in [
+            ("f32", got32[i] as f64, f32_sum.bound(n, magnitude[i])),
+            ("f64", got64[i], f64_sum.bound(n, magnitude[i])),
+        ] {
+            assert!(
+                (got - want[i]).abs() <= bound,
+                "{what}, {path:?}, {precision} at {i}: {got} vs {}, bound {bound} ({g:?})",
+                want[i]
+            );
+        }
+    }
+}
+
+/// Every kernel of one path: random geometries (so depthwise, 1x1 and
+/// im2col of any rank), then shapes chosen for the GEMM kernels' edges:
+/// reductions longer than one block of `sgemm::KC`, rows and columns
+/// off the 8 x 48 panels, many tiles under a small scratch, and both
+/// more and fewer jobs than threads.
+fn check_path(path: KernelPath) {
+    let mut r = Rng::new(0x9E3779B97F4A7C15);
+    let mut checked = 0;
+    for case in 0..300 {
+        let Some(g) = random_geometry(&mut r) else {
+            continue;
+        };
+        let inputs = random_inputs(&g, &mut r);
+        check_against_reference(&format!("case {case}"), &g, &inputs, TILE_BYTES, path);
+        checked += 1;
+    }
+    assert!(checked > 200, "only {checked} random geometries were valid");
+
+    let pads = |p: i64, rank: usize| Some(vec![p; 2 * rank]);
+    // (what, attributes, X shape, W shape, scratch bytes)
+    type Shape<'a> = (&'a str, ConvAttrs, &'a [usize], &'a [usize], usize);
+    let targeted: [Shape; 10] = [
+        (
+            "3x3, 13 rows, 323 columns",
+            ConvAttrs {
+                pads: pads(1, 2),
+                ..Default::default()
+            },
+            &[1, 5, 17, 19],
+            &[13, 5, 3, 3],
+            TILE_BYTES,
+        ),
+        (
+            "the same in 4 KiB tiles",
+            ConvAttrs {
+                pads: pads(1, 2),
+                ..Default::default()
+            },
+            &[1, 5, 17, 19],
+            &[13, 5, 3, 3],
+            4096,
+        ),
+        (
+            "K = 360, three images",
+            ConvAttrs::default(),
+            &[3, 40, 12, 12],
+            &[9, 40, 3, 3],
+            TILE_BYTES,
+        ),
+        (
+            "1-D, K = 900, stride 2",
+            ConvAttrs {
+                strides: Some(vec![2]),
+                ..Default::default()
+            },
+            &[1, 300, 20],
+            &[10, 300, 3],
+            TILE_BYTES,
+        ),
+        (
+            "1x1, two images",
+            ConvAttrs::default(),
+            &[2, 37, 15, 15],
+            &[20, 37, 1, 1],
+            TILE_BYTES,
+        ),
+        (
+            "1x1, K = 300",
+            ConvAttrs::default(),
+            &[1, 300, 7, 9],
+            &[17, 300, 1, 1],
+            TILE_BYTES,
+        ),
+        (
+            "grouped, strided, dilated",
+            ConvAttrs {
+                group: 3,
+                strides: Some(vec![2, 2]),
+                dilations: Some(vec![2, 2]),
+                pads: pads(2, 2),
+                ..Default::default()
+            },
+            &[1, 12, 16, 16],
+            &[15, 4, 3, 3],
+            TILE_BYTES,
+        ),
+        (
+            "depthwise, unit strides",
+            ConvAttrs {
+                group: 6,
+                pads: pads(1, 2),
+                ..Default::default()
+            },
+            &[2, 6, 13, 35],
+            &[12, 1, 3, 3],
+            TILE_BYTES,
+        ),
+        (
+            "depthwise, stride 2",
+            ConvAttrs {
+                group: 6,
+                strides: Some(vec![2, 2]),
+                pads: pads(1, 2),
+                ..Default::default()
+            },
+            &[2, 6, 13, 35],
+            &[12, 1, 3, 3],
+            TILE_BYTES,
+        ),
+        (
+            "3-D",
+            ConvAttrs {
+                pads: pads(1, 3),
+                ..Default::default()
+            },
+            &[1, 3, 5, 6, 7],
+            &[4, 3, 2, 3, 2],
+            TILE_BYTES,
+        ),
+    ];
+    for (what, attrs, x, w, scratch) in targeted {
+        let g = geometry(&attrs, x, w, Some(&[w[0]])).unwrap();
+        let inputs = random_inputs(&g, &mut r);
+        check_against_reference(what, &g, &inputs, scratch, path);
+    }
+}
+
+#[test]
+fn portable_kernels_meet_the_rounding_bound() {
+    check_path(KernelPath::Portable);
+}
+
+/// Ignored where the building CPU lacks AVX-512F (`build.rs`), which
+/// the summary counts; `KernelPath::Avx512` fails it on such a CPU
+/// when it runs anyway.
+#[test]
+#[cfg_attr(no_avx512, ignore = "this CPU has no AVX-512F")]
+fn avx512_kernels_meet_the_rounding_bound() {
+    check_path(KernelPath::Avx512);
+}
+
+#[test]
+fn unaddressable_extents_are_rejected() {
+    for attrs in [
+        ConvAttrs {
+            pads: Some(vec![i64::MAX, i64::MAX]),
+            ..ConvAttrs::default()
+        },
+        ConvAttrs {
+            dilations: Some(vec![i64::MAX]),
+            pads: Some(vec![i64::MAX, 0]),
+            ..ConvAttrs::default()
+        },
+    ] {
+        let e = geometry(&attrs, &[1, 1, 4], &[1, 1, 3], None).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("longer than this machine can address"),
+            "{e}"
+        );
+    }
+    // Huge but addressable: a stride as long as the padding still works.
+    let attrs = ConvAttrs {
+        pads: Some(vec![1 << 40, 0]),
+        strides: Some(vec![1 << 40]),
+        ..ConvAttrs::default()
+    };
+    let g = geometry(&attrs, &[1, 1, 4], &[1, 1, 1], None).unwrap();
+    assert_eq!(g.out_spatial, [2]);
+    let y = conv(&g, &[1f32, 2.0, 3.0, 4.0], &[2.0], None, TILE_BYTES);
+    assert_eq!(y, [0.0, 2.0]);
+}
+
+#[test]
+fn depthwise_scratch_stays_within_the_limit() {
+    // Dilation and padding, not the input, make the row kernel's padded
+    // copy large; under a small scratch limit the plain kernel runs.
+    let attrs = ConvAttrs {
+        dilations: Some(vec![1, 1000]),
+        pads: Some(vec![0, 1000, 0, 0]),
+        group: 2,
+        ..ConvAttrs::default()
+    };
+    let g = geometry(&attrs, &[1, 2, 4, 4], &[2, 1, 2, 2], None).unwrap();
+    assert!(g.is_depthwise_2d());
+    assert!(padded_rows_len(&g).unwrap() * 4 > 1024);
+    let x: Vec<f64> = (0..32).map(|v| v as f64).collect();
+    let w: Vec<f64> = (1..=8).map(|v| v as f64).collect();
+    let want = reference(&g, &x, &w, None);
+    let (x32, w32): (Vec<f32>, Vec<f32>) = (
+        x.iter().map(|&v| v as f32).collect(),
+        w.iter().map(|&v| v as f32).collect(),
+    );
+    for scratch in [1024, 1 << 20] {
+        let got = conv(&g, &x32, &w32, None, scratch);
+        let got: Vec<f64> = got.iter().map(|&v| v as f64).collect();
+        assert_eq!(got, want, "scratch {scratch}");
+    }
+}
+
+#[test]
+fn tiles_cover_large_outputs() {
+    // More output columns than one tile holds, with padding and stride.
+    let attrs = ConvAttrs {
+        pads: Some(vec![1, 1, 1, 1]),
+        strides: Some(vec![1, 2]),
+        ..Default::default()
+    };
+    let g = geometry(&attrs, &[1, 40, 70, 90], &[3, 40, 3, 3], None).unwrap();
+    let mut r = Rng::new(7);
+    let xs: Vec<f64> = (0..40 * 70 * 90).map(|_| r.signed_unit()).collect();
+    let ws: Vec<f64> = (0..3 * 40 * 9).map(|_| r.signed_unit()).collect();
+    assert!(g.out_size() > TILE_BYTES / 8 / (40 * 9));
+    let want = reference(&g, &xs, &ws, None);
+    let got = conv(&g, &xs, &ws, None, TILE_BYTES);
+    for (a, b) in got.iter().zip(&want) {
+        assert!((a - b).abs() < 1e-9);
+    }
+    // The f32 path (packed im2col on AVX-512 machines) over many tiles.
+    let x32: Vec<f32> = xs.iter().map(|&v| v as f32).collect();
+    let w32: Vec<f32> = ws.iter().map(|&v| v as f32).collect();
+    let got = conv(&g, &x32, &w32, None, TILE_BYTES);
+    for (a, b) in got.iter().zip(&want) {
+        assert!((*a as f64 - b).abs() < 1e-3, "{a} vs {b}");
+    }
+}
+
+fn geo_err(attrs: ConvAttrs, x: &[usize], w: &[usize], b: Option<&[usize]>) -> String {
+    geometry(&attrs, x, w, b).unwrap_err().to_string()
+}
+
+/// (output size, pad begin, pad end) of a 1-D geometry.
+fn one_axis(
+    auto_pad: AutoPad,
+    stride: i64,
+    dilation: i64,
+    input: usize,
+    kernel: usize,
+) -> (usize, usize, usize) {
+    let attrs = ConvAttrs {
+        auto_pad,
+        strides: Some(vec![stride]),
+        dilations: Some(vec![dilation]),
+        ..Default::default()
+    };
+    let g = geometry(&attrs, &[1, 1, input], &[1, 1, kernel], None).unwrap();
+    (g.out_spatial[0], g.pads_begin[0], g.pads_end[0])
+}
+
+#[test]
+fn auto_pad_formulas() {
+    // in 5, k 3, stride 2: out 3, total pad 2 -> (1, 1)
+    assert_eq!(one_axis(AutoPad::SameUpper, 2, 1, 5, 3), (3, 1, 1));
+    // in 4, k 4, stride 1: total 3 -> UPPER (1, 2), LOWER (2, 1)
+    assert_eq!(one_axis(AutoPad::SameUpper, 1, 1, 4, 4), (4, 1, 2));
+    assert_eq!(one_axis(AutoPad::SameLower, 1, 1, 4, 4), (4, 2, 1));
+    // stride larger than the kernel: in 7, k 2, stride 4 -> out 2, total max(0, 4+2-7)=0
+    assert_eq!(one_axis(AutoPad::SameUpper, 4, 1, 7, 2), (2, 0, 0));
+    // dilated kernel: k 3, d 2 -> span 5; VALID on 9 -> 5; SAME_LOWER keeps 9
+    assert_eq!(one_axis(AutoPad::Valid, 1, 2, 9, 3), (5, 0, 0));
+    assert_eq!(one_axis(AutoPad::SameLower, 1, 2, 9, 3), (9, 2, 2));
+}
+
+/// The error for a 1-D input of 5 and a kernel of 3 under `attrs`.
+fn err_1d(attrs: ConvAttrs) -> String {
+    geo_err(attrs, &[1, 1, 5], &[1, 1, 3], None)
+}
+
+#[test]
+fn bad_shapes_and_attributes_are_rejected() {
+    let d = ConvAttrs::default;
+    assert!(geo_err(d(), &[1, 2], &[1, 2], None).contains("input 'X': expected rank 3 or more"));
+    assert!(geo_err(d(), &[1, 2, 5], &[1, 2, 3, 3], None)
+        .contains("input 'W': expected the rank of X (3)"));
+    assert!(
+        geo_err(ConvAttrs { group: 2, ..d() }, &[1, 3, 5], &[2, 1, 3], None)
+            .contains("X has 3 channels but W.shape[1] * group = 1 * 2 = 2")
+    );
+    assert!(
+        geo_err(ConvAttrs { group: 2, ..d() }, &[1, 2, 5], &[3, 1, 3], None)
+            .contains("3 output channels (W.shape[0]) are not divisible by group 2")
+    );
+    assert!(
+        geo_err(d(), &[1, 1, 5], &[2, 1, 3], Some(&[3])).contains("input 'B': expected shape [2]")
+    );
+    assert!(err_1d(ConvAttrs {
+        strides: Some(vec![0]),
+        ..d()
+    })
+    .contains("attribute 'strides': values must be at least 1"));
+    assert!(err_1d(ConvAttrs {
+        dilations: Some(vec![-1]),
+        ..d()
+    })
+    .contains("attribute 'dilations': values must be at least 1"));
+    assert!(err_1d(ConvAttrs {
+        strides: Some(vec![1, 1]),
+        ..d()
+    })
+    .contains("attribute 'strides': expected 1 values"));
+    assert!(err_1d(ConvAttrs {
+        pads: Some(vec![1]),
+        ..d()
+    })
+    .contains("attribute 'pads': expected 2 values"));
+    assert!(err_1d(ConvAttrs {
+        pads: Some(vec![1, -1]),
+        ..d()
+    })
+    .contains("attribute 'pads': values must not be negative"));
+    assert!(err_1d(ConvAttrs {
+        pads: Some(vec![0, 0]),
+        auto_pad: AutoPad::Valid,
+        ..d()
+    })
+    .contains("attribute 'pads': cannot be combined with auto_pad"));
+    assert!(err_1d(ConvAttrs {
+        kernel_shape: Some(vec![2]),
+        ..d()
+    })
+    .contains("attribute 'kernel_shape': [2] contradicts W's spatial shape [3]"));
+    // A kernel longer than the padded input is valid: an empty output.
+    let g = geometry(&d(), &[1, 1, 2], &[1, 1, 3], None).unwrap();
+    assert_eq!(g.out_spatial, [0]);
+    assert!(conv(&g, &[1f32, 2.0], &[1.0, 1.0, 1.0], None, TILE_BYTES).is_empty());
+    let dilated = ConvAttrs {
+        dilations: Some(vec![3]),
+        pads: Some(vec![1, 1]),
+        ..d()
+    };
+    assert_eq!(
+        geometry(&dilated, &[1, 1, 2], &[1, 1, 3], None)
+            .unwrap()
+            .out_spatial,
+        [0]
+    );
+    assert!(
+        geo_err(ConvAttrs { group: 0, ..d() }, &[1, 1, 2], &[1, 1, 3], None)
+            .contains("attribute 'group': must be at least 1")
+    );
+}
