@@ -1,6 +1,7 @@
 //! Two facts about this build, for the library and its tests:
-//! - `cfg(no_avx512)` when the CPU building the crate lacks AVX-512F, so
-//!   that the tests of our AVX-512 kernels are marked ignored (with the
+//! - `cfg(no_avx512)` when the CPU building the crate lacks AVX-512F (and
+//!   `cfg(no_avx2)` when it lacks AVX2 with FMA), so that the tests of our
+//!   kernels for it are marked ignored (with the
 //!   reason) where they cannot run. libtest fixes what is ignored when the
 //!   tests are compiled; the kernels themselves still choose at run time.
 //!   Tests are run on the machine that builds them (no cross-compiling here).
@@ -33,6 +34,15 @@ fn avx512() {
     let avx512 = false;
     if !avx512 {
         println!("cargo::rustc-cfg=no_avx512");
+    }
+    println!("cargo::rustc-check-cfg=cfg(no_avx2)");
+    #[cfg(target_arch = "x86_64")]
+    let avx2 =
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma");
+    #[cfg(not(target_arch = "x86_64"))]
+    let avx2 = false;
+    if !avx2 {
+        println!("cargo::rustc-cfg=no_avx2");
     }
 }
 

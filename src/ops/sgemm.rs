@@ -14,16 +14,48 @@ const MR: usize = 8;
 const NR: usize = 48;
 const KC: usize = 256;
 
+/// The instruction sets our f32 kernels are written for, best first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isa {
+    Avx512,
+    /// AVX2 with FMA (every x86-64 CPU since 2013-2015 has both).
+    Avx2,
+    /// Neither: the `gemm` crate and plain loops.
+    Portable,
+}
+
+impl Isa {
+    /// The best one this CPU supports.
+    pub fn detect() -> Isa {
+        [Isa::Avx512, Isa::Avx2]
+            .into_iter()
+            .find(|isa| isa.supported())
+            .unwrap_or(Isa::Portable)
+    }
+
+    /// True when this CPU can run kernels written for `self`.
+    pub fn supported(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            match self {
+                Isa::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
+                Isa::Avx2 => {
+                    std::arch::is_x86_feature_detected!("avx2")
+                        && std::arch::is_x86_feature_detected!("fma")
+                }
+                Isa::Portable => true,
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            self == Isa::Portable
+        }
+    }
+}
+
 /// True when this CPU can run the AVX-512 path.
 pub fn available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    Isa::Avx512.supported()
 }
 
 /// `C += A * B`; returns false (doing nothing) when AVX-512F is missing.

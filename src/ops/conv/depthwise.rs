@@ -2,6 +2,7 @@
 
 use super::im2col::inside_columns;
 use super::*;
+use crate::ops::sgemm::Isa;
 
 /// Depthwise 2-D (one input channel per group, a few outputs per group):
 /// per kernel tap, a vectorizable multiply-add over the valid output span.
@@ -11,13 +12,13 @@ pub(super) fn depthwise_2d<T: Real>(
     w: &[T],
     y: &mut [T],
     scratch_bytes: usize,
-    avx512: bool,
+    isa: Isa,
 ) {
     #[cfg(target_arch = "x86_64")]
-    let wide = avx512;
+    let wide = isa == Isa::Avx512;
     // Elsewhere there are no AVX-512 kernels to choose.
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = avx512;
+    let _ = isa;
     // f32 with unit strides: a register-blocked kernel over zero-padded rows.
     #[cfg(target_arch = "x86_64")]
     let rows = wide

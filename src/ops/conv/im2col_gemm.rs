@@ -2,15 +2,16 @@
 
 use super::im2col::{im2col, im2col_rows};
 use super::*;
+use crate::ops::sgemm::Isa;
 
 /// `dst[m x n] += lhs[m x k] * rhs[k x n]`, all row-major with the given
 /// row strides, on up to `par` threads. f32 uses our AVX-512 kernel when
-/// `avx512` is set (splitting columns across threads); otherwise the `gemm`
+/// `isa` is AVX-512 (splitting columns across threads); otherwise the `gemm`
 /// crate.
 ///
 /// # Safety
 /// The operands must hold the rows and columns their sizes and strides
-/// describe; `avx512` only where the CPU has AVX-512F.
+/// describe; `isa` only one the CPU supports.
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn gemm_acc<T: Real>(
     m: usize,
@@ -23,9 +24,9 @@ pub(super) unsafe fn gemm_acc<T: Real>(
     rhs: *const T,
     rhs_rs: usize,
     par: usize,
-    avx512: bool,
+    isa: Isa,
 ) {
-    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && avx512 {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && isa == Isa::Avx512 {
         let (d, l, r) = (SendPtr(dst as *mut f32), lhs as usize, rhs as usize);
         let chunks = if par > 1 {
             par.min(n.div_ceil(64)).max(1)
@@ -109,7 +110,7 @@ pub(super) fn im2col_gemm<T: Real>(
     w: &[T],
     y: &mut [T],
     tile_bytes: usize,
-    avx512: bool,
+    isa: Isa,
 ) {
     let os = g.out_size();
     let (cg, mg) = (g.in_channels / g.group, g.out_channels / g.group);
@@ -158,7 +159,7 @@ pub(super) fn im2col_gemm<T: Real>(
                 col.as_ptr(),
                 width,
                 par,
-                avx512,
+                isa,
             )
         };
         COL.with(|cell| *cell.borrow_mut() = bytes);

@@ -47,6 +47,7 @@ mod pointwise;
 #[cfg(test)]
 mod tests;
 
+use crate::ops::sgemm::Isa;
 use depthwise::*;
 use geometry::*;
 pub use geometry::{geometry, AutoPad, ConvAttrs, Geometry};
@@ -187,34 +188,36 @@ impl<T> SendPtr<T> {
 }
 
 /// Which kernels Conv runs. `Auto` picks by the CPU, so on any one machine
-/// it only ever exercises one side: tests force each side so that both are
-/// checked wherever the CPU allows.
+/// it only ever exercises one side: tests force each side so that every one
+/// the CPU can run is checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 // Only tests force a side; the library itself always runs `Auto`.
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) enum KernelPath {
     Auto,
-    /// Our AVX-512 kernels (`sgemm.rs`, the depthwise kernels).
+    /// Our kernels for AVX-512F (`sgemm.rs`, the depthwise kernels).
     Avx512,
+    /// Our kernels for AVX2 with FMA.
+    Avx2,
     /// The `gemm` crate and the plain depthwise loops.
     Portable,
 }
 
 impl KernelPath {
-    /// True when the AVX-512 kernels are to run.
-    fn avx512(self) -> bool {
-        match self {
-            KernelPath::Auto => crate::ops::sgemm::available(),
-            KernelPath::Avx512 => {
-                // Running them anyway would be undefined behaviour.
-                assert!(
-                    crate::ops::sgemm::available(),
-                    "KernelPath::Avx512 on a CPU without AVX-512F"
-                );
-                true
-            }
-            KernelPath::Portable => false,
-        }
+    /// The instruction set the kernels are to use.
+    fn isa(self) -> Isa {
+        let forced = match self {
+            KernelPath::Auto => return Isa::detect(),
+            KernelPath::Avx512 => Isa::Avx512,
+            KernelPath::Avx2 => Isa::Avx2,
+            KernelPath::Portable => return Isa::Portable,
+        };
+        // Running kernels the CPU lacks would be undefined behaviour.
+        assert!(
+            forced.supported(),
+            "KernelPath::{self:?} on a CPU without {forced:?}"
+        );
+        forced
     }
 }
 
@@ -240,7 +243,7 @@ pub(crate) fn conv_on<T: Real>(
     scratch_bytes: usize,
     path: KernelPath,
 ) -> Vec<T> {
-    let avx512 = path.avx512();
+    let isa = path.isa();
     let os = g.out_size();
     let planes = g.batch * g.out_channels;
     // Each output plane starts as its bias (or zero), written in one pass:
@@ -255,10 +258,10 @@ pub(crate) fn conv_on<T: Real>(
     }
     let tile_bytes = TILE_BYTES.min(scratch_bytes);
     if g.is_depthwise_2d() {
-        depthwise_2d(g, x, w, &mut y, tile_bytes, avx512);
+        depthwise_2d(g, x, w, &mut y, tile_bytes, isa);
     } else if g.is_pointwise() {
-        pointwise(g, x, w, &mut y, avx512);
-    } else if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && avx512 {
+        pointwise(g, x, w, &mut y, isa);
+    } else if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && isa == Isa::Avx512 {
         // SAFETY: T is f32 (checked above), so the slices have that type.
         let (xf, wf, yf) = unsafe {
             (
@@ -269,7 +272,7 @@ pub(crate) fn conv_on<T: Real>(
         };
         im2col_gemm_packed(g, xf, wf, yf, tile_bytes);
     } else {
-        im2col_gemm(g, x, w, &mut y, tile_bytes, avx512);
+        im2col_gemm(g, x, w, &mut y, tile_bytes, isa);
     }
     y
 }

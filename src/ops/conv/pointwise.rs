@@ -2,9 +2,10 @@
 
 use super::im2col_gemm::gemm_acc;
 use super::*;
+use crate::ops::sgemm::Isa;
 
 /// 1x1 kernels, stride 1, no padding: Y[n, g] += W[g] x X[n, g] directly.
-pub(super) fn pointwise<T: Real>(g: &Geometry, x: &[T], w: &[T], y: &mut [T], avx512: bool) {
+pub(super) fn pointwise<T: Real>(g: &Geometry, x: &[T], w: &[T], y: &mut [T], isa: Isa) {
     let s = g.in_size();
     let (cg, mg) = (g.in_channels / g.group, g.out_channels / g.group);
     let jobs = g.batch * g.group;
@@ -29,7 +30,7 @@ pub(super) fn pointwise<T: Real>(g: &Geometry, x: &[T], w: &[T], y: &mut [T], av
                 x.as_ptr().add(xo),
                 s,
                 par,
-                avx512,
+                isa,
             )
         };
     });

@@ -302,6 +302,13 @@ fn avx512_kernels_meet_the_rounding_bound() {
     check_path(KernelPath::Avx512);
 }
 
+/// Ignored, likewise, where the building CPU lacks AVX2 or FMA.
+#[test]
+#[cfg_attr(no_avx2, ignore = "this CPU has no AVX2 with FMA")]
+fn avx2_kernels_meet_the_rounding_bound() {
+    check_path(KernelPath::Avx2);
+}
+
 #[test]
 fn unaddressable_extents_are_rejected() {
     for attrs in [
