@@ -413,6 +413,7 @@ mod tests {
             node,
             version: 18,
             limits: Limits::default(),
+            prepared: None,
         }
     }
 
@@ -459,6 +460,7 @@ mod tests {
                 max_output_bytes: 1024,
                 ..Limits::default()
             },
+            prepared: None,
         };
         // 200 x 200 int64 from two 200-element inputs: 320 000 bytes.
         let col = Tensor::from_vec(&[200, 1], vec![1i64; 200]);

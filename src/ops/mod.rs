@@ -23,10 +23,22 @@ pub struct KernelCtx<'a> {
     /// The operator version chosen for this node (a `since_version`).
     pub version: i64,
     pub limits: Limits,
+    /// What the operator's `prepare` built for this node, if anything.
+    pub prepared: Option<&'a NodeState>,
 }
 
 pub type OpOutput = Result<Vec<Tensor>, KernelError>;
 pub type KernelFn = fn(&KernelCtx, &[Option<&Tensor>]) -> OpOutput;
+
+/// Per-node work an operator does once per model (packed constant weights,
+/// say), kept by the prepared model and handed back to every run.
+pub type NodeState = dyn std::any::Any + Send + Sync;
+
+/// Builds a node's state from its constant inputs (initializers; `None` for
+/// inputs only known at run time). It may decline (`None`) for any reason:
+/// the kernel must give the same result without it, and it reports every
+/// error itself, at run time, in the node's order.
+pub type PrepareFn = fn(&KernelCtx, &[Option<&Tensor>]) -> Option<Box<NodeState>>;
 
 /// One operator with every version our kernel implements.
 pub struct OpEntry {
@@ -34,6 +46,7 @@ pub struct OpEntry {
     pub op_type: &'static str,
     pub versions: &'static [i64],
     pub kernel: KernelFn,
+    pub prepare: Option<PrepareFn>,
 }
 
 const fn helper(op_type: &'static str, versions: &'static [i64], kernel: KernelFn) -> OpEntry {
@@ -42,6 +55,7 @@ const fn helper(op_type: &'static str, versions: &'static [i64], kernel: KernelF
         op_type,
         versions,
         kernel,
+        prepare: None,
     }
 }
 
@@ -53,18 +67,21 @@ pub fn registry() -> &'static [OpEntry] {
             op_type: "Pad",
             versions: &pad::VERSIONS,
             kernel: pad::run,
+            prepare: None,
         },
         OpEntry {
             domain: "",
             op_type: "Conv",
             versions: &conv::VERSIONS,
             kernel: conv::run,
+            prepare: Some(conv::prepare),
         },
         OpEntry {
             domain: "",
             op_type: "CenterCropPad",
             versions: &center_crop_pad::VERSIONS,
             kernel: center_crop_pad::run,
+            prepare: None,
         },
         // Helpers for function bodies, at the versions in effect at opset 18.
         helper("Add", &[14], helpers::add),
@@ -85,8 +102,8 @@ fn same_domain(a: &str, b: &str) -> bool {
     norm(a) == norm(b)
 }
 
-/// The kernel and the version it runs at, for a node in a model importing `opset`.
-pub fn resolve(domain: &str, op_type: &str, opset: i64) -> Option<(i64, KernelFn)> {
+/// The operator and the version it runs at, for a node in a model importing `opset`.
+pub fn resolve(domain: &str, op_type: &str, opset: i64) -> Option<(i64, &'static OpEntry)> {
     let entry = registry()
         .iter()
         .find(|e| same_domain(e.domain, domain) && e.op_type == op_type)?;
@@ -96,7 +113,7 @@ pub fn resolve(domain: &str, op_type: &str, opset: i64) -> Option<(i64, KernelFn
         .copied()
         .filter(|&v| v <= opset)
         .max()?;
-    Some((version, entry.kernel))
+    Some((version, entry))
 }
 
 /// Whether any version of the operator is registered.

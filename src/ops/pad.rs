@@ -854,6 +854,7 @@ mod tests {
             node: &node,
             version: 2,
             limits: Limits::default(),
+            prepared: None,
         };
         let x = Tensor::from_vec(&[1], vec![1f32]);
         let p = Tensor::from_vec(&[2], vec![0i64, 0]);

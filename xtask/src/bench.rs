@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use onnx_conformance::model::{AttrValue, Attribute, Graph, Model, Node, ValueInfo};
 use onnx_conformance::ops::conv::{geometry, ConvAttrs};
 use onnx_conformance::ops::pad::{pad_tensor, pads_for_all_axes, FillValue, Mode};
-use onnx_conformance::{graph, proto, DataType, Limits, Tensor};
+use onnx_conformance::{proto, DataType, Limits, Tensor};
 use std::hint::black_box;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -19,6 +19,13 @@ pub struct Args {
     /// Timed repetitions per measurement.
     #[arg(long, default_value_t = 30)]
     reps: usize,
+    /// Also write every figure as JSON to target/bench/bench.json (or
+    /// `--json-path`), for CI to keep.
+    #[arg(long)]
+    json: bool,
+    /// Where `--json` writes.
+    #[arg(long, requires = "json")]
+    json_path: Option<std::path::PathBuf>,
 }
 
 /// The median wall time of `reps` runs of `f`, after one warm-up run.
@@ -55,6 +62,22 @@ fn retain_freed_memory() {
 
 pub fn run(args: Args) -> Result<()> {
     retain_freed_memory();
+    let threads = rayon_threads();
+    let (peak_one, isa) = crate::fma_peak::single_core();
+    let peak_all = crate::fma_peak::all_cores(threads);
+    println!(
+        "FMA peak ({isa}, measured): {:.1} GFLOP/s on one core, {:.1} GFLOP/s on {threads} threads",
+        peak_one / 1e9,
+        peak_all / 1e9
+    );
+    println!();
+    let mut figures = Figures {
+        peak_one_core_gflops: peak_one / 1e9,
+        peak_all_cores_gflops: peak_all / 1e9,
+        threads,
+        isa: isa.to_string(),
+        ..Figures::default()
+    };
     let want =
         |op: &str| args.ops.is_empty() || args.ops.iter().any(|o| o.eq_ignore_ascii_case(op));
     if want("pad") {
@@ -64,9 +87,48 @@ pub fn run(args: Args) -> Result<()> {
         bench_center_crop_pad(args.reps)?;
     }
     if want("conv") {
-        bench_conv(args.reps)?;
+        bench_conv(args.reps, &mut figures)?;
+    }
+    if args.json {
+        let path = args
+            .json_path
+            .unwrap_or_else(|| crate::target_dir().join("bench").join("bench.json"));
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(&path, serde_json::to_string_pretty(&figures)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("\nfigures: {}", path.display());
     }
     Ok(())
+}
+
+/// Every figure of one bench run, as `--json` writes it.
+#[derive(serde::Serialize, Default)]
+struct Figures {
+    isa: String,
+    threads: usize,
+    peak_one_core_gflops: f64,
+    peak_all_cores_gflops: f64,
+    conv: Vec<ConvFigure>,
+}
+
+/// One Conv shape at one thread count, ours against onnxruntime.
+#[derive(serde::Serialize)]
+struct ConvFigure {
+    shape: String,
+    threads: usize,
+    gflop: f64,
+    ours_prepare_ms: f64,
+    ours_ms: f64,
+    ours_gflops: f64,
+    ours_share_of_peak: f64,
+    onnxruntime_session_ms: f64,
+    onnxruntime_ms: f64,
+    onnxruntime_gflops: f64,
+    onnxruntime_share_of_peak: f64,
+    /// onnxruntime time / our time: above 1.0 we are faster.
+    ratio: f64,
 }
 
 fn bench_pad(reps: usize) -> Result<()> {
@@ -252,69 +314,116 @@ fn conv_model(s: &ConvShape) -> (Model, Tensor) {
     (model, x)
 }
 
-fn bench_conv(reps: usize) -> Result<()> {
+fn bench_conv(reps: usize, figures: &mut Figures) -> Result<()> {
     let dir = crate::target_dir().join("xtask").join("bench");
     std::fs::create_dir_all(&dir)?;
-    let mut ours = Vec::new();
-    let mut models = Vec::new();
-    for s in CONV_SHAPES {
-        let (model, x) = conv_model(s);
-        let path = dir.join(format!("conv_{}.onnx", ours.len()));
-        std::fs::write(&path, proto::save_model(&model)?)?;
-        let inputs = [x];
-        let t = median(reps, || {
-            black_box(graph::run(&model, black_box(&inputs), Limits::default()).expect("conv"));
-        });
-        ours.push(t);
-        models.push(serde_json::json!({ "path": path, "inputs": [[s.1, s.2, s.3, s.4]] }));
-    }
     let env = python::venv(&crate::target_dir(), "ort-venv", python::ORT_REQUIREMENTS)?;
     let script = dir.join("bench_ort.py");
     std::fs::write(&script, include_str!("bench_ort.py"))?;
-    let config = serde_json::json!({ "threads": 2, "reps": reps, "models": models });
-    let out = python::output(
-        Command::new(&env.python)
-            .arg(&script)
-            .arg(config.to_string()),
-    )
-    .context("timing onnxruntime")?;
-    let report: serde_json::Value = serde_json::from_str(&out)?;
-    let ort: Vec<f64> = report["times_ms"]
-        .as_array()
-        .context("onnxruntime report")?
-        .iter()
-        .filter_map(|v| v.as_f64())
-        .collect();
-    println!();
-    println!(
-        "Conv float32, ours on {} rayon threads vs onnxruntime {} (intra_op_num_threads = 2)",
-        rayon_threads(),
-        report["version"].as_str().unwrap_or("?")
-    );
-    println!(
-        "{:<30} {:>10} {:>9} {:>10} {:>9} {:>14}",
-        "shape", "ours", "GFLOP/s", "ort", "GFLOP/s", "ours/ort thpt"
-    );
-    for ((s, t), o) in CONV_SHAPES.iter().zip(&ours).zip(&ort) {
-        let &(_, n, c, h, w, m, k, stride, pad, group) = s;
-        let attrs = ConvAttrs {
-            strides: Some(vec![stride as i64; 2]),
-            pads: Some(vec![pad as i64; 4]),
-            group: group as i64,
-            ..ConvAttrs::default()
+    let mut cases = Vec::new();
+    let mut models = Vec::new();
+    for (i, s) in CONV_SHAPES.iter().enumerate() {
+        let (model, x) = conv_model(s);
+        let path = dir.join(format!("conv_{i}.onnx"));
+        std::fs::write(&path, proto::save_model(&model)?)?;
+        models.push(serde_json::json!({ "path": path, "inputs": [[s.1, s.2, s.3, s.4]] }));
+        cases.push((model, x));
+    }
+    let all = rayon_threads();
+    let counts: Vec<usize> = if all > 1 { vec![1, all] } else { vec![1] };
+    for threads in counts {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()?;
+        let mut ours = Vec::new();
+        for (model, x) in &cases {
+            let limits = Limits::default();
+            let inputs = std::slice::from_ref(x);
+            // Preparation (kernel choice, weight packing) is per model, as
+            // onnxruntime's session creation is; timed on its own.
+            let (prep, run) = pool.install(|| -> Result<(Duration, Duration)> {
+                let prep = median(reps.min(10), || {
+                    black_box(model.prepare(limits).expect("prepare"));
+                });
+                let prepared = model.prepare(limits)?;
+                let run = median(reps, || {
+                    black_box(prepared.run(black_box(inputs)).expect("conv"));
+                });
+                Ok((prep, run))
+            })?;
+            ours.push((prep, run));
+        }
+        let config = serde_json::json!({ "threads": threads, "reps": reps, "models": models });
+        let out = python::output(
+            Command::new(&env.python)
+                .arg(&script)
+                .arg(config.to_string()),
+        )
+        .context("timing onnxruntime")?;
+        let report: serde_json::Value = serde_json::from_str(&out)?;
+        let column = |key: &str| -> Result<Vec<f64>> {
+            Ok(report[key]
+                .as_array()
+                .with_context(|| format!("onnxruntime report lacks {key}"))?
+                .iter()
+                .filter_map(|v| v.as_f64())
+                .collect())
         };
-        let g = geometry(&attrs, &[n, c, h, w], &[m, c / group, k, k], None)?;
-        let flops = 2.0 * g.macs() as f64;
-        let ms = t.as_secs_f64() * 1e3;
+        let (ort, sessions) = (column("times_ms")?, column("session_ms")?);
+        let peak = if threads == 1 {
+            figures.peak_one_core_gflops
+        } else {
+            figures.peak_all_cores_gflops
+        };
         println!(
-            "{:<30} {:>8.3}ms {:>9.1} {:>8.3}ms {:>9.1} {:>14.2}",
-            s.0,
-            ms,
-            flops / ms / 1e6,
-            o,
-            flops / o / 1e6,
-            o / ms
+            "Conv float32 on {threads} thread(s): ours vs onnxruntime {} (intra_op_num_threads = {threads}); peak {peak:.1} GFLOP/s",
+            report["version"].as_str().unwrap_or("?")
         );
+        println!(
+            "{:<30} {:>9} {:>10} {:>8} {:>6} {:>10} {:>8} {:>6} {:>9}",
+            "shape", "prepare", "ours", "GFLOP/s", "peak", "ort", "GFLOP/s", "peak", "ours/ort"
+        );
+        for (i, s) in CONV_SHAPES.iter().enumerate() {
+            let &(_, n, c, h, w, m, k, stride, pad, group) = s;
+            let attrs = ConvAttrs {
+                strides: Some(vec![stride as i64; 2]),
+                pads: Some(vec![pad as i64; 4]),
+                group: group as i64,
+                ..ConvAttrs::default()
+            };
+            let g = geometry(&attrs, &[n, c, h, w], &[m, c / group, k, k], None)?;
+            let gflop = 2.0 * g.macs() as f64 / 1e9;
+            let (prep, run) = ours[i];
+            let (ms, o) = (run.as_secs_f64() * 1e3, ort[i]);
+            let (ours_gflops, ort_gflops) = (gflop / ms * 1e3, gflop / o * 1e3);
+            println!(
+                "{:<30} {:>7.3}ms {:>8.3}ms {:>8.1} {:>5.0}% {:>8.3}ms {:>8.1} {:>5.0}% {:>9.2}",
+                s.0,
+                prep.as_secs_f64() * 1e3,
+                ms,
+                ours_gflops,
+                100.0 * ours_gflops / peak,
+                o,
+                ort_gflops,
+                100.0 * ort_gflops / peak,
+                o / ms
+            );
+            figures.conv.push(ConvFigure {
+                shape: s.0.to_string(),
+                threads,
+                gflop,
+                ours_prepare_ms: prep.as_secs_f64() * 1e3,
+                ours_ms: ms,
+                ours_gflops,
+                ours_share_of_peak: ours_gflops / peak,
+                onnxruntime_session_ms: sessions.get(i).copied().unwrap_or(f64::NAN),
+                onnxruntime_ms: o,
+                onnxruntime_gflops: ort_gflops,
+                onnxruntime_share_of_peak: ort_gflops / peak,
+                ratio: o / ms,
+            });
+        }
+        println!();
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 # Times models with onnxruntime for `cargo xtask bench`.
 # Arguments: <json> = {"threads": N, "reps": R, "models": [{"path", "inputs": [[shape], ...]}]}
-# Prints {"times_ms": [...], "version": ...}: the median of R runs after a warm-up.
+# Prints {"times_ms": [...], "session_ms": [...], "version": ...}: the median of
+# R runs after a warm-up, and how long creating each session took.
 import json
 import sys
 import time
@@ -17,8 +18,11 @@ def main():
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     rng = np.random.default_rng(0)
     times = []
+    sessions = []
     for m in config["models"]:
+        t = time.perf_counter()
         sess = ort.InferenceSession(m["path"], opts, providers=["CPUExecutionProvider"])
+        sessions.append((time.perf_counter() - t) * 1e3)
         feeds = {
             i.name: rng.standard_normal(shape).astype(np.float32)
             for i, shape in zip(sess.get_inputs(), m["inputs"])
@@ -31,7 +35,7 @@ def main():
             samples.append(time.perf_counter() - t)
         samples.sort()
         times.append(samples[len(samples) // 2] * 1e3)
-    print(json.dumps({"times_ms": times, "version": ort.__version__}))
+    print(json.dumps({"times_ms": times, "session_ms": sessions, "version": ort.__version__}))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 mod bench;
 mod diff;
 mod fetch_cases;
+mod fma_peak;
 mod fuzz;
 mod ort_path;
 mod progress;

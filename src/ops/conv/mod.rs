@@ -38,12 +38,14 @@ use crate::tensor::{DataType, Storage, Tensor};
 use half::{bf16, f16};
 use ndarray::{ArrayD, IxDyn};
 use rayon::prelude::*;
+use std::borrow::Cow;
 
 mod depthwise;
 mod geometry;
 mod im2col;
 mod im2col_gemm;
 mod pointwise;
+mod prepared;
 #[cfg(test)]
 mod tests;
 
@@ -53,6 +55,7 @@ use geometry::*;
 pub use geometry::{geometry, AutoPad, ConvAttrs, Geometry};
 use im2col_gemm::*;
 use pointwise::*;
+pub use prepared::prepare;
 
 /// The versions at which Conv changed.
 pub const VERSIONS: [i64; 3] = [1, 11, 22];
@@ -101,6 +104,11 @@ pub fn run(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
     let scratch = ctx.limits.max_im2col_bytes.min(usize::MAX as u64) as usize;
     let shape = IxDyn(&g.out_shape());
     let wrap = |s: Storage| Tensor::new(x.dtype(), s).map_err(KernelError::Invalid);
+    let prepared = prepared::of(ctx);
+    // Widened weights from preparation, when it made them (W is constant).
+    let widened_w = prepared
+        .map(|p| p.widened.as_slice())
+        .filter(|v| !v.is_empty());
     let out = match (x.storage(), w.storage()) {
         (Storage::F32(xa), Storage::F32(wa)) => {
             let bias = b
@@ -119,7 +127,8 @@ pub fn run(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
         (Storage::F16(xa), Storage::F16(wa)) => {
             let widen = |a: &ArrayD<f16>| a.iter().map(|v| v.to_f32()).collect::<Vec<_>>();
             let bias = b.and_then(|t| t.array::<f16>()).map(widen);
-            let y = conv(&g, &widen(xa), &widen(wa), bias.as_deref(), scratch);
+            let w = widened_w.map_or_else(|| widen(wa).into(), Cow::Borrowed);
+            let y = conv(&g, &widen(xa), &w, bias.as_deref(), scratch);
             wrap(Storage::F16(reshape(
                 y.into_iter().map(f16::from_f32).collect(),
                 shape,
@@ -128,7 +137,8 @@ pub fn run(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
         (Storage::BF16(xa), Storage::BF16(wa)) => {
             let widen = |a: &ArrayD<bf16>| a.iter().map(|v| v.to_f32()).collect::<Vec<_>>();
             let bias = b.and_then(|t| t.array::<bf16>()).map(widen);
-            let y = conv(&g, &widen(xa), &widen(wa), bias.as_deref(), scratch);
+            let w = widened_w.map_or_else(|| widen(wa).into(), Cow::Borrowed);
+            let y = conv(&g, &widen(xa), &w, bias.as_deref(), scratch);
             wrap(Storage::BF16(reshape(
                 y.into_iter().map(bf16::from_f32).collect(),
                 shape,

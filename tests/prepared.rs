@@ -1,0 +1,132 @@
+//! Prepared models (`Model::prepare`): the per-model work must not change a
+//! single bit of any output, and must never stand in for a value the run
+//! would read from elsewhere.
+
+mod support;
+
+use half::{bf16, f16};
+use onnx_conformance::model::{AttrValue, Model};
+use onnx_conformance::{Error, Limits, Tensor};
+use support::rng::Rng;
+use support::{model, node};
+
+/// A Conv whose W and B are initializers (`constant`) or graph inputs.
+fn conv_model(constant: bool, w: &Tensor, b: &Tensor, group: i64) -> (Model, Vec<&'static str>) {
+    let attrs = vec![
+        ("pads", AttrValue::Ints(vec![1, 0, 2, 1])),
+        ("group", AttrValue::Int(group)),
+    ];
+    let conv = node("Conv", &["x", "w", "b"], "y", attrs);
+    if constant {
+        let mut m = model(22, vec![conv], &["x"], &["y"]);
+        m.graph.initializers = vec![("w".into(), w.clone()), ("b".into(), b.clone())];
+        (m, vec!["x"])
+    } else {
+        (
+            model(22, vec![conv], &["x", "w", "b"], &["y"]),
+            vec!["x", "w", "b"],
+        )
+    }
+}
+
+/// The tensor as serialized: equal bytes are equal bits.
+fn bits(t: &Tensor) -> Vec<u8> {
+    onnx_conformance::proto::save_tensor("t", t).unwrap()
+}
+
+#[test]
+fn constant_weights_give_the_same_bits_as_fed_weights() {
+    let mut r = Rng::new(7);
+    for trial in 0..24 {
+        let group = [1, 2, 4][trial % 3];
+        let (c, m) = (4, 4 * (1 + trial % 2));
+        let xs = [1usize, c, 5 + trial % 4, 6];
+        let ws = [m, c / group as usize, 3, 2];
+        let mut draw = |n: usize| (0..n).map(|_| r.signed_unit()).collect::<Vec<f64>>();
+        let (xv, wv, bv) = (
+            draw(xs.iter().product()),
+            draw(ws.iter().product()),
+            draw(m),
+        );
+        let cast = |shape: &[usize], v: &[f64], ty: usize| match ty {
+            0 => Tensor::from_vec(shape, v.iter().map(|&a| a as f32).collect()),
+            1 => Tensor::from_vec(shape, v.to_vec()),
+            2 => Tensor::from_vec(shape, v.iter().map(|&a| f16::from_f64(a)).collect()),
+            _ => Tensor::from_vec(shape, v.iter().map(|&a| bf16::from_f64(a)).collect()),
+        };
+        for ty in 0..4 {
+            let (x, w, b) = (cast(&xs, &xv, ty), cast(&ws, &wv, ty), cast(&[m], &bv, ty));
+            let (fed, _) = conv_model(false, &w, &b, group);
+            let (constant, _) = conv_model(true, &w, &b, group);
+            let want = onnx_conformance::graph::run(
+                &fed,
+                &[x.clone(), w.clone(), b.clone()],
+                Limits::default(),
+            )
+            .unwrap();
+            let prepared = constant.prepare(Limits::default()).unwrap();
+            // Twice: the prepared state is read, never consumed.
+            for _ in 0..2 {
+                let got = prepared.run(std::slice::from_ref(&x)).unwrap();
+                assert_eq!(bits(&got[0]), bits(&want[0]), "trial {trial}, type {ty}");
+            }
+        }
+    }
+}
+
+#[test]
+fn an_initializer_a_node_overwrites_is_not_prepared() {
+    // Breaks single assignment: `w` is an initializer and an Add's output.
+    // The run reads the Add's value, so preparation must not use the
+    // initializer's.
+    let x = Tensor::from_vec(&[1, 1, 3, 3], vec![1f32; 9]);
+    let w0 = Tensor::from_vec(&[1, 1, 2, 2], vec![1f32, 2.0, 3.0, 4.0]);
+    let delta = Tensor::from_vec(&[1, 1, 2, 2], vec![10f32; 4]);
+    let build = |written: &str| {
+        let mut m = model(
+            22,
+            vec![
+                node("Add", &["w0", "delta"], written, vec![]),
+                node("Conv", &["x", written], "y", vec![]),
+            ],
+            &["x"],
+            &["y"],
+        );
+        m.graph.initializers = vec![
+            ("w0".into(), w0.clone()),
+            ("delta".into(), delta.clone()),
+            ("w".into(), Tensor::from_vec(&[1, 1, 2, 2], vec![100f32; 4])),
+        ];
+        m
+    };
+    let run = |m: &Model| {
+        onnx_conformance::graph::run(m, std::slice::from_ref(&x), Limits::default()).unwrap()
+    };
+    let clean = run(&build("w_sum"));
+    assert_eq!(bits(&run(&build("w"))[0]), bits(&clean[0]));
+    // (1+10)+(2+10)+(3+10)+(4+10) at each of the 4 positions.
+    assert_eq!(
+        clean[0]
+            .array::<f32>()
+            .unwrap()
+            .iter()
+            .copied()
+            .collect::<Vec<_>>(),
+        vec![50.0; 4]
+    );
+}
+
+#[test]
+fn a_node_without_a_kernel_fails_preparation() {
+    let m = model(
+        22,
+        vec![node("NoSuchOp", &["x"], "y", vec![])],
+        &["x"],
+        &["y"],
+    );
+    match m.prepare(Limits::default()) {
+        Err(e @ Error::NoKernel { .. }) => assert!(e.to_string().contains("NoSuchOp"), "{e}"),
+        Err(e) => panic!("expected no-kernel, got {e}"),
+        Ok(_) => panic!("a model with an unknown operator was prepared"),
+    }
+}
