@@ -131,7 +131,12 @@ impl Backend for Ours {
         _model_bytes: &[u8],
         inputs: &[Tensor],
     ) -> Result<Vec<Tensor>, RunError> {
-        crate::graph::run(model, inputs, self.limits).map_err(|e| RunError::Rejected(e.to_string()))
+        // Prepared as a runtime creates a session, then run once: a trial
+        // judges one data set of a model.
+        model
+            .prepare(self.limits)
+            .and_then(|prepared| prepared.run(inputs))
+            .map_err(|e| RunError::Rejected(e.to_string()))
     }
 }
 

@@ -276,15 +276,14 @@ fn evaluate(
     plant_bug: Option<&str>,
 ) -> Result<Evaluated> {
     let (model, inputs) = gen::build(case, seed);
-    let mut ours = graph::run(
-        &model,
-        &inputs,
-        Limits {
-            max_output_bytes: 1 << 27,
-            ..Limits::default()
-        },
-    )
-    .map_err(|e| e.to_string());
+    let limits = Limits {
+        max_output_bytes: 1 << 27,
+        ..Limits::default()
+    };
+    let mut ours = model
+        .prepare(limits)
+        .and_then(|prepared| prepared.run(&inputs))
+        .map_err(|e| e.to_string());
     if planted_here(plant_bug, case) {
         if let Ok(outputs) = ours.as_mut() {
             plant(outputs);
