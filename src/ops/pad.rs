@@ -592,7 +592,13 @@ impl<'a, T: Copy> Rows<'a, T> {
                 }
             };
             pad(&mut runs, -(b as i64), 0);
-            push_run(&mut runs, Run::Copy { src: 0, len: n * blk });
+            push_run(
+                &mut runs,
+                Run::Copy {
+                    src: 0,
+                    len: n * blk,
+                },
+            );
             pad(&mut runs, n as i64, (n + e) as i64);
             (a, plan.crop_begin[a] * blk, plan.out_shape[a] * blk)
         };
@@ -1123,6 +1129,148 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The output of padding `shape` by `pads`, element by element from the
+    /// definition: the flat input index each output element copies, or
+    /// `None` for the pad value.
+    fn per_element(shape: &[usize], pads: &[i64], mode: Mode) -> (Vec<usize>, Vec<Option<usize>>) {
+        let rank = shape.len();
+        let out_shape: Vec<usize> = (0..rank)
+            .map(|a| (shape[a] as i64 + pads[a] + pads[a + rank]) as usize)
+            .collect();
+        let total: usize = out_shape.iter().product();
+        let mut want = Vec::with_capacity(total);
+        for flat in 0..total {
+            let mut rem = flat;
+            let mut idx = vec![0usize; rank];
+            for a in (0..rank).rev() {
+                idx[a] = rem % out_shape[a];
+                rem /= out_shape[a];
+            }
+            let mut src = Some(0usize);
+            for a in 0..rank {
+                let crop_b = pads[a].min(0).abs();
+                let kept = shape[a] as i64 - crop_b - pads[a + rank].min(0).abs();
+                let j = idx[a] as i64 - pads[a].max(0);
+                let j = if (0..kept).contains(&j) {
+                    Some(j)
+                } else if mode == Mode::Constant {
+                    None
+                } else {
+                    Some(source_index(j, kept as usize, mode) as i64)
+                };
+                src = match (src, j) {
+                    (Some(s), Some(j)) => Some(s * shape[a] + (j + crop_b) as usize),
+                    _ => None,
+                };
+            }
+            want.push(src);
+        }
+        (out_shape, want)
+    }
+
+    /// The in-place writer, serial and cut into pieces of many sizes across
+    /// the pool (pieces start and end inside rows and runs), against the
+    /// per-element definition; the cloning path used for strings against
+    /// the same. Shapes include empty axes, unpadded inner axes (rows of
+    /// blocks) and pads longer than the axis.
+    #[test]
+    fn parallel_writer_matches_per_element_definition() {
+        let mut rng = crate::test_rng::Rng::new(0x9E3779B97F4A7C15);
+        let mut next = |m: u64| rng.below(m);
+        let modes = [Mode::Constant, Mode::Reflect, Mode::Edge, Mode::Wrap];
+        let mut parallel_cases = 0;
+        for case in 0..1500 {
+            let rank = 1 + next(4) as usize;
+            let big = case % 50 == 0;
+            let shape: Vec<usize> = (0..rank)
+                .map(|_| next(if big { 24 } else { 6 }) as usize)
+                .collect();
+            let mut pads: Vec<i64> = (0..2 * rank).map(|_| next(9) as i64 - 2).collect();
+            // Often leave the innermost axes alone, so rows are made of
+            // blocks longer than one element.
+            let untouched = next(rank as u64 + 1) as usize;
+            for a in rank - untouched.min(rank - 1)..rank {
+                if next(2) == 0 {
+                    pads[a] = 0;
+                    pads[a + rank] = 0;
+                }
+            }
+            for (a, &d) in shape.iter().enumerate() {
+                if pads[a].min(0).abs() + pads[a + rank].min(0).abs() > d as i64 {
+                    pads[a] = pads[a].max(0);
+                    pads[a + rank] = pads[a + rank].max(0);
+                }
+            }
+            let mode = modes[next(4) as usize];
+            let spec = pads_for_all_axes(&pads, None, rank, "pads").unwrap();
+            let Ok(plan) = plan(&shape, &spec, mode) else {
+                continue; // an empty axis to copy from, in a non-constant mode
+            };
+            let n: usize = shape.iter().product();
+            let data: Vec<u32> = (0..n as u32).map(|i| i + 1000).collect();
+            let input = ArrayD::from_shape_vec(IxDyn(&shape), data.clone()).unwrap();
+            let fill = u32::MAX;
+            let (out_shape, want) = per_element(&shape, &pads, mode);
+            let want: Vec<u32> = want.iter().map(|s| s.map_or(fill, |i| data[i])).collect();
+            let pieces = Parallel {
+                min_bytes: 0,
+                pieces_per_thread: 1 + next(8) as usize,
+                chunk_bytes: 1 + next(64) as usize,
+            };
+            let what = format!("shape {shape:?} pads {pads:?} mode {mode:?} {pieces:?}");
+            for par in [PARALLEL, pieces] {
+                let got = apply_copy(&plan, input.view(), fill, par).unwrap();
+                assert_eq!(got.shape(), &out_shape[..], "{what}");
+                assert_eq!(got.iter().copied().collect::<Vec<_>>(), want, "{what}");
+            }
+            parallel_cases += (want.len() > 1) as usize;
+            let strings = input.mapv(|v| v.to_string());
+            let got = apply(&plan, strings.view(), &fill.to_string()).unwrap();
+            let want: Vec<String> = want.iter().map(u32::to_string).collect();
+            assert_eq!(got.iter().cloned().collect::<Vec<_>>(), want, "{what}");
+        }
+        assert!(parallel_cases > 500, "{parallel_cases}");
+    }
+
+    #[test]
+    fn runs_merge_into_repeats_and_reversals() {
+        // Edge, reflect and wrap pads of a 4-element innermost axis.
+        let runs = |mode, b: i64, e: i64| {
+            let spec = pads_for_all_axes(&[0, b, 0, e], None, 2, "pads").unwrap();
+            let p = plan(&[2, 4], &spec, mode).unwrap();
+            Rows::new(&p, &[0u8; 8], &[2, 4], 0).runs
+        };
+        use Run::*;
+        assert_eq!(
+            runs(Mode::Edge, 3, 2),
+            vec![
+                Splat { src: 0, len: 3 },
+                Copy { src: 0, len: 4 },
+                Splat { src: 3, len: 2 }
+            ]
+        );
+        assert_eq!(
+            runs(Mode::Reflect, 3, 2),
+            vec![
+                Rev { end: 4, len: 3 },
+                Copy { src: 0, len: 4 },
+                Rev { end: 3, len: 2 }
+            ]
+        );
+        assert_eq!(
+            runs(Mode::Wrap, 3, 2),
+            vec![
+                Copy { src: 1, len: 3 },
+                Copy { src: 0, len: 4 },
+                Copy { src: 0, len: 2 }
+            ]
+        );
+        assert_eq!(
+            runs(Mode::Constant, 3, -1),
+            vec![Fill { len: 3 }, Copy { src: 0, len: 3 }]
+        );
     }
 
     #[test]
