@@ -479,6 +479,9 @@ fn apply_copy<T: Copy + Send + Sync>(
         .map_err(|e| KernelError::Invalid(format!("internal: {e}")))
 }
 
+/// Copies of at most this many elements are moved one by one.
+const SHORT_RUN: usize = 8;
+
 /// A stretch of an output row, in elements. Source offsets count from the
 /// first kept element of the row's source row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -686,7 +689,16 @@ impl<'a, T: Copy> Rows<'a, T> {
             match run {
                 Run::Fill { .. } => d.fill(MaybeUninit::new(self.fill)),
                 Run::Copy { src, .. } => {
-                    d.write_copy_of_slice(&self.src[base + src + lo..base + src + hi]);
+                    let from = &self.src[base + src + lo..base + src + hi];
+                    if from.len() <= SHORT_RUN {
+                        // A few elements of wrap padding per row: a call
+                        // to memcpy would cost more than moving them.
+                        for (o, &v) in d.iter_mut().zip(from) {
+                            o.write(v);
+                        }
+                    } else {
+                        d.write_copy_of_slice(from);
+                    }
                 }
                 Run::Splat { src, .. } => d.fill(MaybeUninit::new(self.src[base + src])),
                 Run::Rev { end: e, .. } => {
