@@ -680,7 +680,12 @@ impl<'a, T: Copy> Rows<'a, T> {
     /// starts at `base`.
     fn write_row(&self, dst: &mut [MaybeUninit<T>], base: usize, col: usize) {
         let end = col + dst.len();
-        let mut k = self.starts.partition_point(|&s| s <= col) - 1;
+        // Most rows are written whole; only a piece's first row may not be.
+        let mut k = if col == 0 {
+            0
+        } else {
+            self.starts.partition_point(|&s| s <= col) - 1
+        };
         let (mut at, mut w) = (col, 0);
         while at < end {
             let (s0, run) = (self.starts[k], self.runs[k]);
