@@ -23,6 +23,8 @@ use crate::limits::{LimitExceeded, Limits};
 use crate::tensor::{DataType, Element, Storage, Tensor};
 use half::f16;
 use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn};
+use rayon::prelude::*;
+use std::mem::MaybeUninit;
 
 /// The versions at which Pad changed.
 pub const VERSIONS: [i64; 10] = [1, 2, 11, 13, 18, 19, 21, 23, 24, 25];
@@ -278,7 +280,7 @@ pub fn pad_tensor(
     )?;
     macro_rules! go {
         ($a:expr, $fill:expr) => {{
-            let out = apply(&plan, $a.view(), &$fill)?;
+            let out = apply_copy(&plan, $a.view(), $fill, PARALLEL)?;
             out
         }};
     }
@@ -299,7 +301,11 @@ pub fn pad_tensor(
         Storage::U32(a) => Storage::U32(go!(a, fill_of(value, first::<u32>, no_float))),
         Storage::U64(a) => Storage::U64(go!(a, fill_of(value, first::<u64>, no_float))),
         Storage::Bool(a) => Storage::Bool(go!(a, fill_of(value, first::<bool>, no_float))),
-        Storage::Str(a) => Storage::Str(go!(a, fill_of(value, first::<String>, no_float))),
+        Storage::Str(a) => Storage::Str(apply(
+            &plan,
+            a.view(),
+            &fill_of(value, first::<String>, no_float),
+        )?),
         Storage::C64(a) => Storage::C64(go!(
             a,
             fill_of(value, first::<num_complex::Complex<f32>>, no_float)
@@ -413,6 +419,308 @@ fn plan(shape: &[usize], spec: &PadSpec, mode: Mode) -> Result<Plan, KernelError
     Ok(p)
 }
 
+/// When and how finely an output is split across the rayon pool.
+#[derive(Clone, Copy, Debug)]
+struct Parallel {
+    /// Below this many output bytes the calling thread writes everything:
+    /// waking the pool costs more than such a copy.
+    min_bytes: usize,
+    /// Pieces per pool thread. More than one, so that a thread slowed by
+    /// other work on the machine leaves its remaining pieces to the others.
+    pieces_per_thread: usize,
+    /// The smallest piece, in bytes, so a task's bookkeeping stays small next
+    /// to its copying.
+    chunk_bytes: usize,
+}
+
+const PARALLEL: Parallel = Parallel {
+    min_bytes: 256 << 10,
+    pieces_per_thread: 4,
+    chunk_bytes: 64 << 10,
+};
+
+/// Pads element types that are plain data. The output is written once, in
+/// place, without being initialised first, so the pad makes one pass over
+/// its memory as a copy does; pieces of it are written in parallel.
+fn apply_copy<T: Copy + Send + Sync>(
+    plan: &Plan,
+    input: ArrayViewD<'_, T>,
+    fill: T,
+    par: Parallel,
+) -> Result<ArrayD<T>, KernelError> {
+    let contiguous = input.as_standard_layout();
+    let src = contiguous
+        .as_slice()
+        .ok_or_else(|| KernelError::Invalid("internal: input is not contiguous".into()))?;
+    let out_len: usize = plan.out_shape.iter().product();
+    let mut out: Vec<T> = Vec::with_capacity(out_len);
+    if out_len > 0 {
+        let rows = Rows::new(plan, src, input.shape(), fill);
+        let dst = &mut out.spare_capacity_mut()[..out_len];
+        let threads = rayon::current_num_threads();
+        if out_len.saturating_mul(size_of::<T>()) < par.min_bytes || threads < 2 {
+            rows.write(dst, 0);
+        } else {
+            let pieces = threads.saturating_mul(par.pieces_per_thread).max(1);
+            let chunk = out_len
+                .div_ceil(pieces)
+                .max(par.chunk_bytes.div_ceil(size_of::<T>()))
+                .max(1);
+            dst.par_chunks_mut(chunk)
+                .enumerate()
+                .for_each(|(i, piece)| rows.write(piece, i * chunk));
+        }
+        // SAFETY: the capacity is `out_len`, and `Rows::write` initialised
+        // every element of `dst`, which is all of it: the pieces tile the
+        // output and a row's runs tile the row (checked in debug builds).
+        unsafe { out.set_len(out_len) };
+    }
+    ArrayD::from_shape_vec(IxDyn(&plan.out_shape), out)
+        .map_err(|e| KernelError::Invalid(format!("internal: {e}")))
+}
+
+/// Copies of at most this many elements are moved one by one.
+const SHORT_RUN: usize = 8;
+
+/// A stretch of an output row, in elements. Source offsets count from the
+/// first kept element of the row's source row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Run {
+    /// The pad value.
+    Fill { len: usize },
+    /// Source elements in order.
+    Copy { src: usize, len: usize },
+    /// One source element repeated (edge padding of the innermost axis).
+    Splat { src: usize, len: usize },
+    /// The `len` source elements before `end`, last first (reflection of
+    /// the innermost axis).
+    Rev { end: usize, len: usize },
+}
+
+impl Run {
+    fn len(self) -> usize {
+        match self {
+            Run::Fill { len } | Run::Copy { len, .. } | Run::Splat { len, .. } => len,
+            Run::Rev { len, .. } => len,
+        }
+    }
+}
+
+/// Appends `run`, merging it into the last run when they continue each
+/// other, so that a row is a few long runs rather than many short ones.
+fn push_run(runs: &mut Vec<Run>, run: Run) {
+    if run.len() == 0 {
+        return;
+    }
+    let merged = match (runs.last().copied(), run) {
+        (Some(Run::Fill { len: a }), Run::Fill { len: b }) => Some(Run::Fill { len: a + b }),
+        (Some(Run::Copy { src, len }), Run::Copy { src: s, len: l }) if src + len == s => {
+            Some(Run::Copy { src, len: len + l })
+        }
+        // Single elements may also start or extend a repeat or a reversal.
+        (Some(Run::Copy { src, len: 1 }), Run::Copy { src: s, len: 1 }) if s == src => {
+            Some(Run::Splat { src, len: 2 })
+        }
+        (Some(Run::Copy { src, len: 1 }), Run::Copy { src: s, len: 1 }) if s + 1 == src => {
+            Some(Run::Rev {
+                end: src + 1,
+                len: 2,
+            })
+        }
+        (Some(Run::Splat { src, len }), Run::Copy { src: s, len: 1 }) if s == src => {
+            Some(Run::Splat { src, len: len + 1 })
+        }
+        (Some(Run::Rev { end, len }), Run::Copy { src: s, len: 1 }) if s + len + 1 == end => {
+            Some(Run::Rev { end, len: len + 1 })
+        }
+        _ => None,
+    };
+    match merged {
+        Some(m) => *runs.last_mut().expect("merged with the last run") = m,
+        None => runs.push(run),
+    }
+}
+
+/// The output seen as rows: a row is everything under one index of the
+/// axes before the innermost padded or cropped axis (the row axis). Every
+/// row has the same runs; only its source row differs, or it is all pad
+/// value when an outer index lies in a constant pad.
+struct Rows<'a, T> {
+    plan: &'a Plan,
+    src: &'a [T],
+    /// Axes before the row axis.
+    outer: usize,
+    /// Input elements per index of each axis.
+    stride: Vec<usize>,
+    /// Offset of the first kept element of the row axis in a source row.
+    row_base: usize,
+    row_len: usize,
+    runs: Vec<Run>,
+    /// Where each run starts in the row.
+    starts: Vec<usize>,
+    fill: T,
+}
+
+impl<'a, T: Copy> Rows<'a, T> {
+    fn new(plan: &'a Plan, src: &'a [T], in_shape: &[usize], fill: T) -> Self {
+        let rank = in_shape.len();
+        let mut stride = vec![1usize; rank];
+        for a in (0..rank.saturating_sub(1)).rev() {
+            stride[a] = stride[a + 1] * in_shape[a + 1];
+        }
+        // Axes from `tail` on are untouched, so a block of them is
+        // contiguous in input and output alike.
+        let tail = (0..rank)
+            .rev()
+            .find(|&a| plan.begin[a] != 0 || plan.end[a] != 0 || plan.kept[a] != in_shape[a])
+            .map_or(0, |a| a + 1);
+        let mut runs = Vec::new();
+        let (outer, row_base, row_len) = if tail == 0 {
+            let len = src.len();
+            push_run(&mut runs, Run::Copy { src: 0, len });
+            (0, 0, len)
+        } else {
+            let a = tail - 1;
+            let blk: usize = in_shape[tail..].iter().product();
+            let (b, n, e) = (plan.begin[a], plan.kept[a], plan.end[a]);
+            let pad = |runs: &mut Vec<Run>, from: i64, to: i64| {
+                if plan.mode == Mode::Constant {
+                    let len = (to - from) as usize * blk;
+                    push_run(runs, Run::Fill { len });
+                } else {
+                    for j in from..to {
+                        let src = source_index(j, n, plan.mode) * blk;
+                        push_run(runs, Run::Copy { src, len: blk });
+                    }
+                }
+            };
+            pad(&mut runs, -(b as i64), 0);
+            push_run(
+                &mut runs,
+                Run::Copy {
+                    src: 0,
+                    len: n * blk,
+                },
+            );
+            pad(&mut runs, n as i64, (n + e) as i64);
+            (a, plan.crop_begin[a] * blk, plan.out_shape[a] * blk)
+        };
+        let starts = runs
+            .iter()
+            .scan(0, |at, r| {
+                let s = *at;
+                *at += r.len();
+                Some(s)
+            })
+            .collect();
+        debug_assert_eq!(runs.iter().map(|r| r.len()).sum::<usize>(), row_len);
+        Rows {
+            plan,
+            src,
+            outer,
+            stride,
+            row_base,
+            row_len,
+            runs,
+            starts,
+            fill,
+        }
+    }
+
+    /// Writes the output elements `start..start + dst.len()`.
+    fn write(&self, dst: &mut [MaybeUninit<T>], start: usize) {
+        let shape = &self.plan.out_shape[..self.outer];
+        let mut idx = vec![0usize; self.outer];
+        let mut row = start / self.row_len;
+        for a in (0..self.outer).rev() {
+            idx[a] = row % shape[a];
+            row /= shape[a];
+        }
+        let mut col = start % self.row_len;
+        let mut done = 0;
+        while done < dst.len() {
+            let take = (self.row_len - col).min(dst.len() - done);
+            let part = &mut dst[done..done + take];
+            match self.source_row(&idx) {
+                Some(base) => self.write_row(part, base, col),
+                None => part.fill(MaybeUninit::new(self.fill)),
+            }
+            done += take;
+            col = 0;
+            for a in (0..self.outer).rev() {
+                idx[a] += 1;
+                if idx[a] < shape[a] {
+                    break;
+                }
+                idx[a] = 0;
+            }
+        }
+    }
+
+    /// Where the kept part of the row at outer index `idx` starts in the
+    /// input, or `None` if the row is all pad value.
+    fn source_row(&self, idx: &[usize]) -> Option<usize> {
+        let p = self.plan;
+        let mut base = self.row_base;
+        for (a, &i) in idx.iter().enumerate() {
+            let j = i as i64 - p.begin[a] as i64;
+            let j = if (0..p.kept[a] as i64).contains(&j) {
+                j as usize
+            } else if p.mode == Mode::Constant {
+                return None;
+            } else {
+                source_index(j, p.kept[a], p.mode)
+            };
+            base += (p.crop_begin[a] + j) * self.stride[a];
+        }
+        Some(base)
+    }
+
+    /// Writes the row elements `col..col + dst.len()` of a row whose source
+    /// starts at `base`.
+    fn write_row(&self, dst: &mut [MaybeUninit<T>], base: usize, col: usize) {
+        let end = col + dst.len();
+        // Most rows are written whole; only a piece's first row may not be.
+        let mut k = if col == 0 {
+            0
+        } else {
+            self.starts.partition_point(|&s| s <= col) - 1
+        };
+        let (mut at, mut w) = (col, 0);
+        while at < end {
+            let (s0, run) = (self.starts[k], self.runs[k]);
+            let (lo, hi) = (at - s0, (end - s0).min(run.len()));
+            let d = &mut dst[w..w + (hi - lo)];
+            match run {
+                Run::Fill { .. } => d.fill(MaybeUninit::new(self.fill)),
+                Run::Copy { src, .. } => {
+                    let from = &self.src[base + src + lo..base + src + hi];
+                    if from.len() <= SHORT_RUN {
+                        // A few elements of wrap padding per row: a call
+                        // to memcpy would cost more than moving them.
+                        for (o, &v) in d.iter_mut().zip(from) {
+                            o.write(v);
+                        }
+                    } else {
+                        d.write_copy_of_slice(from);
+                    }
+                }
+                Run::Splat { src, .. } => d.fill(MaybeUninit::new(self.src[base + src])),
+                Run::Rev { end: e, .. } => {
+                    let from = &self.src[base + e - hi..base + e - lo];
+                    for (o, &v) in d.iter_mut().zip(from.iter().rev()) {
+                        o.write(v);
+                    }
+                }
+            }
+            w += hi - lo;
+            at = s0 + hi;
+            k += 1;
+        }
+    }
+}
+
+/// The general path, for strings: clones each element.
 fn apply<T: Clone>(
     plan: &Plan,
     input: ArrayViewD<'_, T>,
@@ -838,6 +1146,148 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The output of padding `shape` by `pads`, element by element from the
+    /// definition: the flat input index each output element copies, or
+    /// `None` for the pad value.
+    fn per_element(shape: &[usize], pads: &[i64], mode: Mode) -> (Vec<usize>, Vec<Option<usize>>) {
+        let rank = shape.len();
+        let out_shape: Vec<usize> = (0..rank)
+            .map(|a| (shape[a] as i64 + pads[a] + pads[a + rank]) as usize)
+            .collect();
+        let total: usize = out_shape.iter().product();
+        let mut want = Vec::with_capacity(total);
+        for flat in 0..total {
+            let mut rem = flat;
+            let mut idx = vec![0usize; rank];
+            for a in (0..rank).rev() {
+                idx[a] = rem % out_shape[a];
+                rem /= out_shape[a];
+            }
+            let mut src = Some(0usize);
+            for a in 0..rank {
+                let crop_b = pads[a].min(0).abs();
+                let kept = shape[a] as i64 - crop_b - pads[a + rank].min(0).abs();
+                let j = idx[a] as i64 - pads[a].max(0);
+                let j = if (0..kept).contains(&j) {
+                    Some(j)
+                } else if mode == Mode::Constant {
+                    None
+                } else {
+                    Some(source_index(j, kept as usize, mode) as i64)
+                };
+                src = match (src, j) {
+                    (Some(s), Some(j)) => Some(s * shape[a] + (j + crop_b) as usize),
+                    _ => None,
+                };
+            }
+            want.push(src);
+        }
+        (out_shape, want)
+    }
+
+    /// The in-place writer, serial and cut into pieces of many sizes across
+    /// the pool (pieces start and end inside rows and runs), against the
+    /// per-element definition; the cloning path used for strings against
+    /// the same. Shapes include empty axes, unpadded inner axes (rows of
+    /// blocks) and pads longer than the axis.
+    #[test]
+    fn parallel_writer_matches_per_element_definition() {
+        let mut rng = crate::test_rng::Rng::new(0x9E3779B97F4A7C15);
+        let mut next = |m: u64| rng.below(m);
+        let modes = [Mode::Constant, Mode::Reflect, Mode::Edge, Mode::Wrap];
+        let mut parallel_cases = 0;
+        for case in 0..1500 {
+            let rank = 1 + next(4) as usize;
+            let big = case % 50 == 0;
+            let shape: Vec<usize> = (0..rank)
+                .map(|_| next(if big { 24 } else { 6 }) as usize)
+                .collect();
+            let mut pads: Vec<i64> = (0..2 * rank).map(|_| next(9) as i64 - 2).collect();
+            // Often leave the innermost axes alone, so rows are made of
+            // blocks longer than one element.
+            let untouched = next(rank as u64 + 1) as usize;
+            for a in rank - untouched.min(rank - 1)..rank {
+                if next(2) == 0 {
+                    pads[a] = 0;
+                    pads[a + rank] = 0;
+                }
+            }
+            for (a, &d) in shape.iter().enumerate() {
+                if pads[a].min(0).abs() + pads[a + rank].min(0).abs() > d as i64 {
+                    pads[a] = pads[a].max(0);
+                    pads[a + rank] = pads[a + rank].max(0);
+                }
+            }
+            let mode = modes[next(4) as usize];
+            let spec = pads_for_all_axes(&pads, None, rank, "pads").unwrap();
+            let Ok(plan) = plan(&shape, &spec, mode) else {
+                continue; // an empty axis to copy from, in a non-constant mode
+            };
+            let n: usize = shape.iter().product();
+            let data: Vec<u32> = (0..n as u32).map(|i| i + 1000).collect();
+            let input = ArrayD::from_shape_vec(IxDyn(&shape), data.clone()).unwrap();
+            let fill = u32::MAX;
+            let (out_shape, want) = per_element(&shape, &pads, mode);
+            let want: Vec<u32> = want.iter().map(|s| s.map_or(fill, |i| data[i])).collect();
+            let pieces = Parallel {
+                min_bytes: 0,
+                pieces_per_thread: 1 + next(8) as usize,
+                chunk_bytes: 1 + next(64) as usize,
+            };
+            let what = format!("shape {shape:?} pads {pads:?} mode {mode:?} {pieces:?}");
+            for par in [PARALLEL, pieces] {
+                let got = apply_copy(&plan, input.view(), fill, par).unwrap();
+                assert_eq!(got.shape(), &out_shape[..], "{what}");
+                assert_eq!(got.iter().copied().collect::<Vec<_>>(), want, "{what}");
+            }
+            parallel_cases += (want.len() > 1) as usize;
+            let strings = input.mapv(|v| v.to_string());
+            let got = apply(&plan, strings.view(), &fill.to_string()).unwrap();
+            let want: Vec<String> = want.iter().map(u32::to_string).collect();
+            assert_eq!(got.iter().cloned().collect::<Vec<_>>(), want, "{what}");
+        }
+        assert!(parallel_cases > 500, "{parallel_cases}");
+    }
+
+    #[test]
+    fn runs_merge_into_repeats_and_reversals() {
+        // Edge, reflect and wrap pads of a 4-element innermost axis.
+        let runs = |mode, b: i64, e: i64| {
+            let spec = pads_for_all_axes(&[0, b, 0, e], None, 2, "pads").unwrap();
+            let p = plan(&[2, 4], &spec, mode).unwrap();
+            Rows::new(&p, &[0u8; 8], &[2, 4], 0).runs
+        };
+        use Run::*;
+        assert_eq!(
+            runs(Mode::Edge, 3, 2),
+            vec![
+                Splat { src: 0, len: 3 },
+                Copy { src: 0, len: 4 },
+                Splat { src: 3, len: 2 }
+            ]
+        );
+        assert_eq!(
+            runs(Mode::Reflect, 3, 2),
+            vec![
+                Rev { end: 4, len: 3 },
+                Copy { src: 0, len: 4 },
+                Rev { end: 3, len: 2 }
+            ]
+        );
+        assert_eq!(
+            runs(Mode::Wrap, 3, 2),
+            vec![
+                Copy { src: 1, len: 3 },
+                Copy { src: 0, len: 4 },
+                Copy { src: 0, len: 2 }
+            ]
+        );
+        assert_eq!(
+            runs(Mode::Constant, 3, -1),
+            vec![Fill { len: 3 }, Copy { src: 0, len: 3 }]
+        );
     }
 
     #[test]
