@@ -1,0 +1,215 @@
+//! Conv against onnxruntime, on one thread and on all, as shares of the
+//! measured FMA peak.
+
+use super::{median, rayon_threads, ConvFigure, Figures};
+use crate::python;
+use anyhow::{Context, Result};
+use onnx_conformance::model::{AttrValue, Attribute, Graph, Model, Node, ValueInfo};
+use onnx_conformance::ops::conv::{geometry, ConvAttrs};
+use onnx_conformance::{proto, DataType, Limits, Tensor};
+use std::hint::black_box;
+use std::process::Command;
+use std::time::Duration;
+
+/// One Conv shape of the benchmark: (name, N, C, H, W, M, k, stride, pad, group).
+type ConvShape = (
+    &'static str,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+);
+
+const CONV_SHAPES: &[ConvShape] = &[
+    ("C64 56x56 M64 3x3 p1", 1, 64, 56, 56, 64, 3, 1, 1, 1),
+    ("C3 224x224 M64 7x7 s2 p3", 1, 3, 224, 224, 64, 7, 2, 3, 1),
+    ("C256 14x14 M256 3x3 p1", 1, 256, 14, 14, 256, 3, 1, 1, 1),
+    (
+        "C256 56x56 depthwise 3x3 p1",
+        1,
+        256,
+        56,
+        56,
+        256,
+        3,
+        1,
+        1,
+        256,
+    ),
+    ("N8 C64 56x56 M64 1x1", 8, 64, 56, 56, 64, 1, 1, 0, 1),
+];
+
+fn conv_model(s: &ConvShape) -> (Model, Tensor) {
+    let &(_, n, c, h, w, m, k, stride, pad, group) = s;
+    let mut seed = 12345u64;
+    let mut rnd = |len: usize| -> Vec<f32> {
+        (0..len)
+            .map(|_| {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+            })
+            .collect()
+    };
+    let weights = Tensor::from_vec(&[m, c / group, k, k], rnd(m * c / group * k * k));
+    let bias = Tensor::from_vec(&[m], rnd(m));
+    let x = Tensor::from_vec(&[n, c, h, w], rnd(n * c * h * w));
+    let attr = Attribute::new;
+    let model = Model {
+        ir_version: 10,
+        opset_import: vec![(String::new(), 22)],
+        graph: Graph {
+            name: "conv".into(),
+            nodes: vec![Node {
+                name: "conv".into(),
+                op_type: "Conv".into(),
+                inputs: vec!["X".into(), "W".into(), "B".into()],
+                outputs: vec!["Y".into()],
+                attributes: vec![
+                    attr("kernel_shape", AttrValue::Ints(vec![k as i64; 2])),
+                    attr("strides", AttrValue::Ints(vec![stride as i64; 2])),
+                    attr("pads", AttrValue::Ints(vec![pad as i64; 4])),
+                    attr("group", AttrValue::Int(group as i64)),
+                ],
+                ..Node::default()
+            }],
+            initializers: vec![("W".into(), weights), ("B".into(), bias)],
+            inputs: vec![ValueInfo {
+                name: "X".into(),
+                dtype: Some(DataType::Float),
+                shape: Some(
+                    vec![n as i64, c as i64, h as i64, w as i64]
+                        .into_iter()
+                        .map(Some)
+                        .collect(),
+                ),
+            }],
+            outputs: vec![ValueInfo {
+                name: "Y".into(),
+                dtype: Some(DataType::Float),
+                shape: None,
+            }],
+        },
+    };
+    (model, x)
+}
+
+pub fn bench_conv(reps: usize, figures: &mut Figures) -> Result<()> {
+    let dir = crate::target_dir().join("xtask").join("bench");
+    std::fs::create_dir_all(&dir)?;
+    let env = python::venv(&crate::target_dir(), "ort-venv", python::ORT_REQUIREMENTS)?;
+    let script = dir.join("bench_ort.py");
+    std::fs::write(&script, include_str!("bench_ort.py"))?;
+    let mut cases = Vec::new();
+    let mut models = Vec::new();
+    for (i, s) in CONV_SHAPES.iter().enumerate() {
+        let (model, x) = conv_model(s);
+        let path = dir.join(format!("conv_{i}.onnx"));
+        std::fs::write(&path, proto::save_model(&model)?)?;
+        models.push(serde_json::json!({ "path": path, "inputs": [[s.1, s.2, s.3, s.4]] }));
+        cases.push((model, x));
+    }
+    let all = rayon_threads();
+    let counts: Vec<usize> = if all > 1 { vec![1, all] } else { vec![1] };
+    for threads in counts {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()?;
+        let mut ours = Vec::new();
+        for (model, x) in &cases {
+            let limits = Limits::default();
+            let inputs = std::slice::from_ref(x);
+            // Preparation (kernel choice, weight packing) is per model, as
+            // onnxruntime's session creation is; timed on its own.
+            let (prep, run) = pool.install(|| -> Result<(Duration, Duration)> {
+                let prep = median(reps.min(10), || {
+                    black_box(model.prepare(limits).expect("prepare"));
+                });
+                let prepared = model.prepare(limits)?;
+                let run = median(reps, || {
+                    black_box(prepared.run(black_box(inputs)).expect("conv"));
+                });
+                Ok((prep, run))
+            })?;
+            ours.push((prep, run));
+        }
+        let config = serde_json::json!({ "threads": threads, "reps": reps, "models": models });
+        let out = python::output(
+            Command::new(&env.python)
+                .arg(&script)
+                .arg(config.to_string()),
+        )
+        .context("timing onnxruntime")?;
+        let report: serde_json::Value = serde_json::from_str(&out)?;
+        let column = |key: &str| -> Result<Vec<f64>> {
+            Ok(report[key]
+                .as_array()
+                .with_context(|| format!("onnxruntime report lacks {key}"))?
+                .iter()
+                .filter_map(|v| v.as_f64())
+                .collect())
+        };
+        let (ort, sessions) = (column("times_ms")?, column("session_ms")?);
+        let peak = if threads == 1 {
+            figures.peak_one_core_gflops
+        } else {
+            figures.peak_all_cores_gflops
+        };
+        println!(
+            "Conv float32 on {threads} thread(s): ours vs onnxruntime {} (intra_op_num_threads = {threads}); peak {peak:.1} GFLOP/s",
+            report["version"].as_str().unwrap_or("?")
+        );
+        println!(
+            "{:<30} {:>9} {:>10} {:>8} {:>6} {:>10} {:>8} {:>6} {:>9}",
+            "shape", "prepare", "ours", "GFLOP/s", "peak", "ort", "GFLOP/s", "peak", "ours/ort"
+        );
+        for (i, s) in CONV_SHAPES.iter().enumerate() {
+            let &(_, n, c, h, w, m, k, stride, pad, group) = s;
+            let attrs = ConvAttrs {
+                strides: Some(vec![stride as i64; 2]),
+                pads: Some(vec![pad as i64; 4]),
+                group: group as i64,
+                ..ConvAttrs::default()
+            };
+            let g = geometry(&attrs, &[n, c, h, w], &[m, c / group, k, k], None)?;
+            let gflop = 2.0 * g.macs() as f64 / 1e9;
+            let (prep, run) = ours[i];
+            let (ms, o) = (run.as_secs_f64() * 1e3, ort[i]);
+            let (ours_gflops, ort_gflops) = (gflop / ms * 1e3, gflop / o * 1e3);
+            println!(
+                "{:<30} {:>7.3}ms {:>8.3}ms {:>8.1} {:>5.0}% {:>8.3}ms {:>8.1} {:>5.0}% {:>9.2}",
+                s.0,
+                prep.as_secs_f64() * 1e3,
+                ms,
+                ours_gflops,
+                100.0 * ours_gflops / peak,
+                o,
+                ort_gflops,
+                100.0 * ort_gflops / peak,
+                o / ms
+            );
+            figures.conv.push(ConvFigure {
+                shape: s.0.to_string(),
+                threads,
+                gflop,
+                ours_prepare_ms: prep.as_secs_f64() * 1e3,
+                ours_ms: ms,
+                ours_gflops,
+                ours_share_of_peak: ours_gflops / peak,
+                onnxruntime_session_ms: sessions.get(i).copied().unwrap_or(f64::NAN),
+                onnxruntime_ms: o,
+                onnxruntime_gflops: ort_gflops,
+                onnxruntime_share_of_peak: ort_gflops / peak,
+                ratio: o / ms,
+            });
+        }
+        println!();
+    }
+    Ok(())
+}

@@ -1,0 +1,181 @@
+//! `cargo xtask bench`: kernel throughput next to references measured in the
+//! same run. Release build; numbers are medians of repeated runs.
+
+mod conv;
+mod pad;
+
+use anyhow::{Context, Result};
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Only these operators (pad, conv, center-crop-pad); default: all.
+    #[arg(long = "op")]
+    ops: Vec<String>,
+    /// Timed repetitions per measurement.
+    #[arg(long, default_value_t = 30)]
+    reps: usize,
+    /// Also write every figure as JSON to target/bench/bench.json (or
+    /// `--json-path`), for CI to keep.
+    #[arg(long)]
+    json: bool,
+    /// Where `--json` writes.
+    #[arg(long, requires = "json")]
+    json_path: Option<std::path::PathBuf>,
+}
+
+/// The median wall time of `reps` runs of `f`, after one warm-up run.
+pub fn median(reps: usize, mut f: impl FnMut()) -> Duration {
+    f();
+    let mut times: Vec<Duration> = (0..reps.max(1))
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn gbs(bytes: usize, t: Duration) -> f64 {
+    bytes as f64 / t.as_secs_f64() / 1e9
+}
+
+/// Keeps freed memory in the process (no unmapping of large blocks, no heap
+/// trimming). On this kind of machine a page fault costs far more than the
+/// copy into the page, so a fresh 6 MB output can cost more than the
+/// convolution. onnxruntime reuses memory through its arena; this gives our
+/// side, and the plain-copy reference, the same footing.
+fn retain_freed_memory() {
+    // SAFETY: mallopt only tunes glibc's allocator; it is called before any
+    // other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX);
+    }
+}
+
+pub fn run(args: Args) -> Result<()> {
+    retain_freed_memory();
+    let threads = rayon_threads();
+    let (peak_one, isa) = crate::fma_peak::single_core();
+    let peak_all = crate::fma_peak::all_cores(threads);
+    println!(
+        "FMA peak ({isa}, measured): {:.1} GFLOP/s on one core, {:.1} GFLOP/s on {threads} threads",
+        peak_one / 1e9,
+        peak_all / 1e9
+    );
+    println!();
+    let mut figures = Figures {
+        peak_one_core_gflops: peak_one / 1e9,
+        peak_all_cores_gflops: peak_all / 1e9,
+        threads,
+        isa: isa.to_string(),
+        ..Figures::default()
+    };
+    let want =
+        |op: &str| args.ops.is_empty() || args.ops.iter().any(|o| o.eq_ignore_ascii_case(op));
+    if want("pad") {
+        pad::bench_pad(args.reps, &mut figures)?;
+    }
+    if want("center-crop-pad") || want("ccp") {
+        pad::bench_center_crop_pad(args.reps, &mut figures)?;
+    }
+    if want("conv") {
+        conv::bench_conv(args.reps, &mut figures)?;
+    }
+    if args.json {
+        let path = args
+            .json_path
+            .unwrap_or_else(|| crate::target_dir().join("bench").join("bench.json"));
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(&path, serde_json::to_string_pretty(&figures)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("\nfigures: {}", path.display());
+    }
+    Ok(())
+}
+
+/// Every figure of one bench run, as `--json` writes it.
+#[derive(serde::Serialize, Default)]
+pub struct Figures {
+    isa: String,
+    threads: usize,
+    peak_one_core_gflops: f64,
+    peak_all_cores_gflops: f64,
+    copy_speed: Vec<CopyFigure>,
+    conv: Vec<ConvFigure>,
+}
+
+/// A data-movement kernel against a plain copy of the same input bytes
+/// (`to_vec` on one thread); both sides allocate their output.
+#[derive(serde::Serialize)]
+pub struct CopyFigure {
+    operator: String,
+    case: String,
+    copy_ms: f64,
+    ours_ms: f64,
+    /// copy time / our time: 1.0 is copy speed.
+    ratio: f64,
+}
+
+impl CopyFigure {
+    fn new(operator: &str, case: &str, copy: Duration, ours: Duration) -> CopyFigure {
+        CopyFigure {
+            operator: operator.into(),
+            case: case.into(),
+            copy_ms: copy.as_secs_f64() * 1e3,
+            ours_ms: ours.as_secs_f64() * 1e3,
+            ratio: copy.as_secs_f64() / ours.as_secs_f64(),
+        }
+    }
+}
+
+/// One Conv shape at one thread count, ours against onnxruntime.
+#[derive(serde::Serialize)]
+pub struct ConvFigure {
+    shape: String,
+    threads: usize,
+    gflop: f64,
+    ours_prepare_ms: f64,
+    ours_ms: f64,
+    ours_gflops: f64,
+    ours_share_of_peak: f64,
+    onnxruntime_session_ms: f64,
+    onnxruntime_ms: f64,
+    onnxruntime_gflops: f64,
+    onnxruntime_share_of_peak: f64,
+    /// onnxruntime time / our time: above 1.0 we are faster.
+    ratio: f64,
+}
+
+/// The medians of `reps` runs each of `a` and `b`, run in turn after a
+/// warm-up run of each, so that load from elsewhere on the machine falls on
+/// both sides alike.
+fn alternating_medians(
+    reps: usize,
+    a: &mut dyn FnMut(),
+    b: &mut dyn FnMut(),
+) -> (Duration, Duration) {
+    a();
+    b();
+    let mut times = (Vec::new(), Vec::new());
+    for _ in 0..reps.max(1) {
+        let t = Instant::now();
+        a();
+        times.0.push(t.elapsed());
+        let t = Instant::now();
+        b();
+        times.1.push(t.elapsed());
+    }
+    times.0.sort();
+    times.1.sort();
+    (times.0[times.0.len() / 2], times.1[times.1.len() / 2])
+}
+
+fn rayon_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
