@@ -19,8 +19,8 @@ enum Kernel {
     /// `depthwise_plane` compiled for AVX-512.
     #[cfg(target_arch = "x86_64")]
     Plain512,
-    /// AVX2 with FMA, f32, column stride 1 or 2: register-blocked,
-    /// straight from the input.
+    /// AVX2 with FMA, f32, unit strides: register-blocked, straight from
+    /// the input.
     #[cfg(target_arch = "x86_64")]
     Rows256,
     /// `depthwise_plane` compiled for AVX2 with FMA.
@@ -54,7 +54,7 @@ pub(super) fn depthwise_2d<T: Real>(
             Kernel::Rows512
         }
         Isa::Avx512 => Kernel::Plain512,
-        Isa::Avx2 if f32 && g.strides[1] <= 2 && lanes_fit_i32(g) => Kernel::Rows256,
+        Isa::Avx2 if f32 && unit && lanes_fit_i32(g) => Kernel::Rows256,
         Isa::Avx2 => Kernel::Plain256,
         Isa::Portable => Kernel::Plain,
     };
@@ -216,24 +216,23 @@ pub(super) unsafe fn depthwise_plane_rows(
 }
 
 /// True when every input column the AVX2 kernel computes (output column
-/// times stride plus tap offset minus padding, for a whole block of 8
-/// outputs) fits in an i32, the width of its lane masks. Only absurd
-/// padding or dilation fails.
+/// plus tap offset minus padding, for a whole block of 8) fits in an i32,
+/// the width of its lane masks. Only absurd padding or dilation fails.
 #[cfg(target_arch = "x86_64")]
 fn lanes_fit_i32(g: &Geometry) -> bool {
-    let (iw, ow, kw, sw, dw, pw) = (
+    let (iw, ow, kw, dw, pw) = (
         g.in_spatial[1],
         g.out_spatial[1],
         g.kernel[1],
-        g.strides[1],
         g.dilations[1],
         g.pads_begin[1],
     );
     (kw - 1)
         .checked_mul(dw)
         .and_then(|s| s.checked_add(pw))
+        .and_then(|s| s.checked_add(ow))
         .and_then(|s| s.checked_add(iw))
-        .and_then(|s| s.checked_add(ow.checked_add(16)?.checked_mul(sw)?))
+        .and_then(|s| s.checked_add(8))
         .is_some_and(|s| s <= i32::MAX as usize)
 }
 
@@ -245,29 +244,23 @@ struct Plane {
     w: *const f32,
     out: *mut f32,
     bias: f32,
-    ih: usize,
     iw: usize,
-    oh: usize,
     ow: usize,
-    kh: usize,
     kw: usize,
-    sh: usize,
     dh: usize,
     dw: usize,
     ph: usize,
     pw: usize,
 }
 
-/// One depthwise plane, f32, any row stride and a column stride of 1 or 2,
-/// AVX2 with FMA. Outputs are computed in blocks of 8 columns by up to 8
-/// rows, one register per row, so that up to eight independent FMA chains
-/// hide the FMA latency; each block starts as the bias, takes every tap,
-/// and is stored once, so every element of `out` is written exactly once.
-/// Loads come straight from the input: blocks whose taps all fall inside
-/// the row use plain loads, the few at the left and right borders (and the
-/// row's last, partial block) masked loads, so no padded copy of the plane
-/// is made. A column stride of 2 loads 16 consecutive inputs and keeps the
-/// even ones.
+/// One depthwise plane, f32, unit strides, AVX2 with FMA. Outputs are
+/// computed in blocks of 8 columns by up to 8 rows, one register per row,
+/// so that up to eight independent FMA chains hide the FMA latency; each
+/// block starts as the bias, takes every tap, and is stored once, so every
+/// element of `out` is written exactly once. Loads come straight from the
+/// input: blocks whose taps all fall inside the row use plain loads, the
+/// few at the left and right borders (and the row's last, partial block)
+/// masked loads, so no padded copy of the plane is made.
 ///
 /// Numerical contract: each output is its bias plus its taps in row-major
 /// tap order, each added with one FMA (one rounding per tap). Taps in the
@@ -286,6 +279,8 @@ pub(super) unsafe fn depthwise_plane_fma(
     let (ih, iw) = (g.in_spatial[0], g.in_spatial[1]);
     let (oh, ow) = (g.out_spatial[0], g.out_spatial[1]);
     let (kh, kw) = (g.kernel[0], g.kernel[1]);
+    let (dh, dw) = (g.dilations[0], g.dilations[1]);
+    let (ph, pw) = (g.pads_begin[0], g.pads_begin[1]);
     let mg = g.out_channels / g.group;
     let (n, m) = (plane / g.out_channels, plane % g.out_channels);
     let c = m / mg;
@@ -297,67 +292,48 @@ pub(super) unsafe fn depthwise_plane_fma(
         w: wm.as_ptr(),
         out: out.as_mut_ptr() as *mut f32,
         bias,
-        ih,
         iw,
-        oh,
         ow,
-        kh,
         kw,
-        sh: g.strides[0],
-        dh: g.dilations[0],
-        dw: g.dilations[1],
-        ph: g.pads_begin[0],
-        pw: g.pads_begin[1],
+        dh,
+        dw,
+        ph,
+        pw,
     };
-    if g.strides[1] == 1 {
-        plane_blocks::<1>(&p);
-    } else {
-        assert_eq!(g.strides[1], 2);
-        plane_blocks::<2>(&p);
-    }
-}
-
-/// The blocks of `depthwise_plane_fma` for column stride `S`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-#[inline]
-unsafe fn plane_blocks<const S: usize>(p: &Plane) {
     // The kernel rows that land inside the input for output row oy:
-    // input row oy * sh + ky * dh - ph must lie in 0..ih.
+    // input row oy + ky * dh - ph must lie in 0..ih.
     let taps = |oy: usize| -> (usize, usize) {
-        let top = oy * p.sh;
-        let lo = p.ph.saturating_sub(top).div_ceil(p.dh).min(p.kh);
-        let hi = (p.ih.saturating_add(p.ph))
-            .saturating_sub(top)
-            .div_ceil(p.dh)
-            .min(p.kh);
+        let lo = ph.saturating_sub(oy).div_ceil(dh).min(kh);
+        let hi = (ih.saturating_add(ph))
+            .saturating_sub(oy)
+            .div_ceil(dh)
+            .min(kh);
         (lo, hi.max(lo))
     };
-    // Input columns a block reads from its first: 8 outputs S apart (the
-    // last S - 1 loaded but unused), then the taps' reach.
-    let span = 8 * S + (p.kw - 1) * p.dw;
-    let blocks = p.ow.div_ceil(8);
+    // Input columns a block reads beyond its own 8, to the right.
+    let reach = (kw - 1) * dw;
+    let blocks = ow.div_ceil(8);
     let mut oy = 0;
-    while oy < p.oh {
+    while oy < oh {
         let rows = taps(oy);
         // The most rows (8, 4, 2 or 1) that share oy's kernel rows: those
         // are the same for all rows between two that agree.
         let r = [8, 4, 2]
             .into_iter()
-            .find(|&r| oy + r <= p.oh && taps(oy + r - 1) == rows)
+            .find(|&r| oy + r <= oh && taps(oy + r - 1) == rows)
             .unwrap_or(1);
         for b in 0..blocks {
             let col = b * 8;
-            let edge = col * S < p.pw || col * S + span > p.iw + p.pw || col + 8 > p.ow;
+            let edge = col < pw || col + 8 + reach > iw + pw || col + 8 > ow;
             match (r, edge) {
-                (8, false) => block::<8, false, S>(p, oy, col, rows),
-                (8, true) => block::<8, true, S>(p, oy, col, rows),
-                (4, false) => block::<4, false, S>(p, oy, col, rows),
-                (4, true) => block::<4, true, S>(p, oy, col, rows),
-                (2, false) => block::<2, false, S>(p, oy, col, rows),
-                (2, true) => block::<2, true, S>(p, oy, col, rows),
-                (_, false) => block::<1, false, S>(p, oy, col, rows),
-                (_, true) => block::<1, true, S>(p, oy, col, rows),
+                (8, false) => block::<8, false>(&p, oy, col, rows),
+                (8, true) => block::<8, true>(&p, oy, col, rows),
+                (4, false) => block::<4, false>(&p, oy, col, rows),
+                (4, true) => block::<4, true>(&p, oy, col, rows),
+                (2, false) => block::<2, false>(&p, oy, col, rows),
+                (2, true) => block::<2, true>(&p, oy, col, rows),
+                (_, false) => block::<1, false>(&p, oy, col, rows),
+                (_, true) => block::<1, true>(&p, oy, col, rows),
             }
         }
         oy += r;
@@ -365,14 +341,14 @@ unsafe fn plane_blocks<const S: usize>(p: &Plane) {
 }
 
 /// Outputs `col..col + 8` of rows `oy..oy + R` of `depthwise_plane_fma`,
-/// column stride `S`, over kernel rows `ky0..ky1` (inside the input for
-/// all R rows). `EDGE`: some tap of the block reads outside its input row,
-/// or the block runs past the output row; loads and stores are then
-/// masked to the lanes inside, and skipped lanes keep their accumulator.
+/// over kernel rows `ky0..ky1` (inside the input for all R rows). `EDGE`:
+/// some tap of the block reads outside its input row, or the block runs
+/// past the output row; loads and stores are then masked to the lanes
+/// inside, and skipped lanes keep their accumulator.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-unsafe fn block<const R: usize, const EDGE: bool, const S: usize>(
+unsafe fn block<const R: usize, const EDGE: bool>(
     p: &Plane,
     oy: usize,
     col: usize,
@@ -380,26 +356,23 @@ unsafe fn block<const R: usize, const EDGE: bool, const S: usize>(
 ) {
     use std::arch::x86_64::*;
     let mut acc = [_mm256_set1_ps(p.bias); R];
-    let row_step = p.sh * p.iw;
     for ky in ky0..ky1 {
-        // Input row of output row oy; row oy + r reads r row steps further.
-        let row = p.x.add((oy * p.sh + ky * p.dh - p.ph) * p.iw);
+        // Input row of output row oy; row oy + r reads r rows further.
+        let row = p.x.add((oy + ky * p.dh - p.ph) * p.iw);
         for kx in 0..p.kw {
             let wv = _mm256_broadcast_ss(&*p.w.add(ky * p.kw + kx));
-            let from = (col * S + kx * p.dw) as isize - p.pw as isize;
+            let from = (col + kx * p.dw) as isize - p.pw as isize;
             // Before the row when `from` < 0: only masked loads use it then.
             let src = row.wrapping_offset(from);
             if EDGE {
-                let m = lanes_inside(from, S, p.iw);
+                let m = lanes_inside(from, p.iw);
                 for (r, a) in acc.iter_mut().enumerate() {
-                    let v = load8::<true, S>(src.wrapping_add(r * row_step), from, m, p.iw);
+                    let v = _mm256_maskload_ps(src.wrapping_add(r * p.iw), m);
                     *a = _mm256_blendv_ps(*a, _mm256_fmadd_ps(wv, v, *a), _mm256_castsi256_ps(m));
                 }
             } else {
-                let m0 = _mm256_setzero_si256();
                 for (r, a) in acc.iter_mut().enumerate() {
-                    let v = load8::<false, S>(src.add(r * row_step), from, m0, p.iw);
-                    *a = _mm256_fmadd_ps(wv, v, *a);
+                    *a = _mm256_fmadd_ps(wv, _mm256_loadu_ps(src.add(r * p.iw)), *a);
                 }
             }
         }
@@ -410,62 +383,23 @@ unsafe fn block<const R: usize, const EDGE: bool, const S: usize>(
             _mm256_storeu_ps(dst.add(r * p.ow), *a);
         }
     } else {
-        let m = lanes_inside(0, 1, p.ow - col);
+        let m = lanes_inside(0, p.ow - col);
         for (r, a) in acc.iter().enumerate() {
             _mm256_maskstore_ps(dst.add(r * p.ow), m, *a);
         }
     }
 }
 
-/// The inputs at `src + S * j` for j in 0..8, `src` being input column
-/// `from` of a row `iw` long. `EDGE`: only the columns inside the row are
-/// read, the other lanes are zero (`m`, the lanes inside, for S = 1).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-#[inline]
-unsafe fn load8<const EDGE: bool, const S: usize>(
-    src: *const f32,
-    from: isize,
-    m: std::arch::x86_64::__m256i,
-    iw: usize,
-) -> std::arch::x86_64::__m256 {
-    use std::arch::x86_64::*;
-    if S == 1 {
-        return if EDGE {
-            _mm256_maskload_ps(src, m)
-        } else {
-            _mm256_loadu_ps(src)
-        };
-    }
-    let (lo, hi) = if EDGE {
-        (
-            _mm256_maskload_ps(src, lanes_inside(from, 1, iw)),
-            _mm256_maskload_ps(src.wrapping_add(8), lanes_inside(from + 8, 1, iw)),
-        )
-    } else {
-        (_mm256_loadu_ps(src), _mm256_loadu_ps(src.add(8)))
-    };
-    // Even elements: lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6, then the middle
-    // 64-bit pairs swapped into order.
-    let even = _mm256_shuffle_ps::<0b10_00_10_00>(lo, hi);
-    _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(
-        even,
-    )))
-}
-
-/// The mask of lanes j (of 8) with 0 <= from + step * j < len;
-/// `lanes_fit_i32` makes the values fit in i32.
+/// The mask of lanes j (of 8) with 0 <= from + j < len; `lanes_fit_i32`
+/// makes the values fit in i32.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
-unsafe fn lanes_inside(from: isize, step: usize, len: usize) -> std::arch::x86_64::__m256i {
+unsafe fn lanes_inside(from: isize, len: usize) -> std::arch::x86_64::__m256i {
     use std::arch::x86_64::*;
     let at = _mm256_add_epi32(
         _mm256_set1_epi32(from as i32),
-        _mm256_mullo_epi32(
-            _mm256_set1_epi32(step as i32),
-            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-        ),
+        _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
     );
     _mm256_and_si256(
         _mm256_cmpgt_epi32(at, _mm256_set1_epi32(-1)),
@@ -474,7 +408,7 @@ unsafe fn lanes_inside(from: isize, step: usize, len: usize) -> std::arch::x86_6
 }
 
 /// `depthwise_plane` compiled for AVX2 with FMA (8 lanes), for what the
-/// register-blocked kernel does not take (column strides above 2, f64).
+/// register-blocked kernel does not take (strides, f64).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 pub(super) unsafe fn depthwise_plane_avx2<T: Real>(

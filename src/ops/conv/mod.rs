@@ -9,8 +9,7 @@
 //!   infinities propagate as IEEE arithmetic says.
 //!
 //! Paths: a direct kernel for depthwise 2-D convolution (register-blocked
-//! AVX-512 or AVX2 with FMA for f32 with unit strides, AVX2 column stride 2
-//! too; clones of the plain
+//! AVX-512 or AVX2 with FMA for f32 with unit strides, clones of the plain
 //! loop for that instruction set otherwise; it writes each output once,
 //! starting from the bias), a plain GEMM for 1x1 kernels without padding or
 //! striding, and im2col plus GEMM in column tiles otherwise. The GEMM is our

@@ -112,8 +112,8 @@ fn random_depthwise(r: &mut Rng) -> Option<(Geometry, bool)> {
     let mg = 1 + r.below(4) as usize;
     let (h, w) = (1 + r.below(20) as usize, 1 + r.below(40) as usize);
     let (kh, kw) = (1 + r.below(5) as usize, 1 + r.below(5) as usize);
-    let strides = if r.below(3) == 0 {
-        vec![1 + r.below(3) as i64, 1 + r.below(3) as i64]
+    let strides = if r.below(4) == 0 {
+        vec![1 + r.below(2) as i64, 1 + r.below(2) as i64]
     } else {
         vec![1, 1]
     };
@@ -209,30 +209,24 @@ fn check_path(path: KernelPath) {
     assert!(checked > 200, "only {checked} random geometries were valid");
 
     // Depthwise, which the draws above reach only a few times: mostly unit
-    // strides (the register-blocked kernels; AVX2's takes column stride 2
-    // too), rows of any width (not just
+    // strides (the register-blocked kernels), rows of any width (not just
     // multiples of the vector), heights spanning several row blocks,
     // asymmetric padding, dilation, kernels wider than the input, several
     // outputs per group, with and without bias.
-    let (mut unit, mut two) = (0, 0);
-    for case in 0..300 {
+    let mut unit = 0;
+    for case in 0..200 {
         let Some((g, with_bias)) = random_depthwise(&mut r) else {
             continue;
         };
         assert!(g.is_depthwise_2d());
         unit += usize::from(g.strides == [1, 1]);
-        two += usize::from(g.strides[1] == 2);
         let inputs = random_inputs(&g, &mut r);
         let what = format!("depthwise case {case}");
         check_against_reference(&what, &g, &inputs, TILE_BYTES, path, with_bias);
     }
     assert!(
-        unit > 150,
+        unit > 100,
         "only {unit} depthwise geometries had unit strides"
-    );
-    assert!(
-        two > 20,
-        "only {two} depthwise geometries had column stride 2"
     );
 
     let pads = |p: i64, rank: usize| Some(vec![p; 2 * rank]);
