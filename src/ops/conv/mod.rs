@@ -25,8 +25,9 @@
 //! Speed against onnxruntime on this machine (see `cargo xtask bench`):
 //! 0.3-0.6 of its throughput on 3x3/7x7 shapes, about 0.75-0.8 on 1x1.
 //! f32 depthwise with unit strides has its own kernels: on an AVX2 machine
-//! without AVX-512 (Zen 3, 2 cores) 1.4-2.5 times onnxruntime 1.32's
-//! throughput on C256 56x56 3x3, from 0.44 with the plain loop. The
+//! without AVX-512 (Zen 3, 2 cores) 1.0-2.5 times onnxruntime 1.32's
+//! throughput on C256 56x56 3x3 (about 1.4 typical; reading and writing
+//! memory bounds it), from 0.44 with the plain loop. The
 //! micro-kernel runs near the core's FMA peak; what remains is im2col and
 //! packing traffic (onnxruntime avoids it with NCHWc direct kernels) and
 //! cache blocking for large K (C256 14x14 is the weakest shape).
