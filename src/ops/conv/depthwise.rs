@@ -1,51 +1,113 @@
 //! Depthwise 2-D convolution: one input channel per group.
+//!
+//! Memory-bound (nine multiply-adds per output for a 3x3 kernel), so the
+//! kernels touch each output element once, from registers that start as
+//! the bias, and the AVX2 kernel reads the input in place instead of
+//! copying it into padded rows first.
 
 use super::im2col::inside_columns;
 use super::*;
 use crate::ops::sgemm::Isa;
+use std::mem::MaybeUninit;
 
-/// Depthwise 2-D (one input channel per group, a few outputs per group):
-/// per kernel tap, a vectorizable multiply-add over the valid output span.
+/// Which depthwise kernel runs: chosen once per call, not per plane.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kernel {
+    /// AVX-512, f32, unit strides: register-blocked over zero-padded rows.
+    #[cfg(target_arch = "x86_64")]
+    Rows512,
+    /// `depthwise_plane` compiled for AVX-512.
+    #[cfg(target_arch = "x86_64")]
+    Plain512,
+    /// AVX2 with FMA, f32, unit strides: register-blocked, straight from
+    /// the input.
+    #[cfg(target_arch = "x86_64")]
+    Rows256,
+    /// `depthwise_plane` compiled for AVX2 with FMA.
+    #[cfg(target_arch = "x86_64")]
+    Plain256,
+    Plain,
+}
+
+/// Depthwise 2-D (one input channel per group, a few outputs per group).
+/// `y` is the whole output, uninitialized: every kernel writes each element
+/// of its plane, starting from the plane's bias, so the output is written
+/// once instead of being filled with the bias first and then added to.
 pub(super) fn depthwise_2d<T: Real>(
     g: &Geometry,
     x: &[T],
     w: &[T],
-    y: &mut [T],
+    bias: Option<&[T]>,
+    y: &mut [MaybeUninit<T>],
     scratch_bytes: usize,
     isa: Isa,
 ) {
+    let f32 = std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>();
+    let unit = g.strides == [1, 1];
     #[cfg(target_arch = "x86_64")]
-    let wide = isa == Isa::Avx512;
-    // Elsewhere there are no AVX-512 kernels to choose.
+    let kernel = match isa {
+        Isa::Avx512
+            if f32
+                && unit
+                && padded_rows_len(g).is_some_and(|n| n.saturating_mul(4) <= scratch_bytes) =>
+        {
+            Kernel::Rows512
+        }
+        Isa::Avx512 => Kernel::Plain512,
+        Isa::Avx2 if f32 && unit && lanes_fit_i32(g) => Kernel::Rows256,
+        Isa::Avx2 => Kernel::Plain256,
+        Isa::Portable => Kernel::Plain,
+    };
+    // Elsewhere there are only the plain loops.
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = isa;
-    // f32 with unit strides: a register-blocked kernel over zero-padded rows.
-    #[cfg(target_arch = "x86_64")]
-    let rows = wide
-        && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
-        && g.strides == [1, 1]
-        && padded_rows_len(g).is_some_and(|n| n.saturating_mul(4) <= scratch_bytes);
+    let kernel = {
+        let _ = (isa, f32, unit, scratch_bytes);
+        Kernel::Plain
+    };
     let os = g.out_spatial[0] * g.out_spatial[1];
     y.par_chunks_mut(os).enumerate().for_each(|(plane, out)| {
+        let b = bias.map_or(T::ZERO, |b| b[plane % g.out_channels]);
         #[cfg(target_arch = "x86_64")]
-        if rows {
-            // SAFETY: T is f32 (checked above) and the CPU has AVX-512F.
+        if matches!(kernel, Kernel::Rows512 | Kernel::Rows256) {
+            // SAFETY: T is f32 (checked when the kernel was chosen), and the
+            // CPU has the features the kernel is compiled for (`Isa`).
             unsafe {
                 let xf = std::slice::from_raw_parts(x.as_ptr() as *const f32, x.len());
                 let wf = std::slice::from_raw_parts(w.as_ptr() as *const f32, w.len());
-                let of = std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut f32, out.len());
-                depthwise_plane_rows(g, xf, wf, plane, of);
+                let bf = *(&b as *const T as *const f32);
+                let of = std::slice::from_raw_parts_mut(
+                    out.as_mut_ptr() as *mut MaybeUninit<f32>,
+                    out.len(),
+                );
+                if kernel == Kernel::Rows512 {
+                    depthwise_plane_rows(g, xf, wf, bf, plane, of);
+                } else {
+                    depthwise_plane_fma(g, xf, wf, bf, plane, of);
+                }
             }
             return;
         }
-        #[cfg(target_arch = "x86_64")]
-        if wide {
-            // SAFETY: the CPU has the features the clone is compiled for.
-            unsafe { depthwise_plane_avx512(g, x, w, plane, out) };
-            return;
+        // The plain loops add onto their output: it starts as the bias. One
+        // plane is small enough to be in cache when they run.
+        let out = fill(out, b);
+        match kernel {
+            // SAFETY: the CPU has the features the clones are compiled for.
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Plain512 => unsafe { depthwise_plane_avx512(g, x, w, plane, out) },
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Plain256 => unsafe { depthwise_plane_avx2(g, x, w, plane, out) },
+            _ => depthwise_plane(g, x, w, plane, out),
         }
-        depthwise_plane(g, x, w, plane, out);
     });
+}
+
+/// Writes `v` to every element and returns the now initialized slice.
+fn fill<T: Copy>(out: &mut [MaybeUninit<T>], v: T) -> &mut [T] {
+    for o in out.iter_mut() {
+        o.write(v);
+    }
+    // SAFETY: every element was written above; MaybeUninit<T> has T's layout.
+    unsafe { &mut *(out as *mut [MaybeUninit<T>] as *mut [T]) }
 }
 
 /// Padded row width of the depthwise row kernel: every load of 16 lanes
@@ -61,16 +123,24 @@ pub(super) fn padded_rows_len(g: &Geometry) -> Option<usize> {
 }
 
 /// One depthwise plane, f32, unit strides: the input plane is copied into
-/// zero-padded rows, then each block of 16 outputs accumulates every tap in
-/// one register and is stored once (on top of the bias already in `out`).
+/// zero-padded rows, then each block of 16 outputs starts as the bias,
+/// accumulates every tap in one register and is stored once; every element
+/// of `out` is written.
+///
+/// Numerical contract: each output is its bias plus its taps in row-major
+/// tap order, each added with one FMA. Taps in the padding multiply the
+/// zeros of the copy, which differs from skipping them only for an
+/// infinite or NaN weight (NaN instead of the finite sum) and for a -0 bias
+/// (+0 instead).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 pub(super) unsafe fn depthwise_plane_rows(
     g: &Geometry,
     x: &[f32],
     w: &[f32],
+    bias: f32,
     plane: usize,
-    out: &mut [f32],
+    out: &mut [MaybeUninit<f32>],
 ) {
     use std::arch::x86_64::*;
     let (ih, iw) = (g.in_spatial[0], g.in_spatial[1]);
@@ -117,14 +187,11 @@ pub(super) unsafe fn depthwise_plane_rows(
         }
     };
     for oy in 0..oh {
-        let orow = out.as_mut_ptr().add(oy * ow);
+        let orow = out.as_mut_ptr().add(oy * ow) as *mut f32;
         let mut b0 = 0;
         while b0 < blocks {
             let nb = B.min(blocks - b0);
-            let mut acc = [_mm512_setzero_ps(); B];
-            for (i, a) in acc.iter_mut().enumerate().take(nb) {
-                *a = _mm512_maskz_loadu_ps(mask_of(b0 + i), orow.add((b0 + i) * 16));
-            }
+            let mut acc = [_mm512_set1_ps(bias); B];
             for ky in 0..kh {
                 let iy = (oy + ky * dh) as isize - ph as isize;
                 if iy < 0 || iy >= ih as isize {
@@ -146,6 +213,212 @@ pub(super) unsafe fn depthwise_plane_rows(
         }
     }
     PADDED.with(|p| *p.borrow_mut() = padded);
+}
+
+/// True when every input column the AVX2 kernel computes (output column
+/// plus tap offset minus padding, for a whole block of 8) fits in an i32,
+/// the width of its lane masks. Only absurd padding or dilation fails.
+#[cfg(target_arch = "x86_64")]
+fn lanes_fit_i32(g: &Geometry) -> bool {
+    let (iw, ow, kw, dw, pw) = (
+        g.in_spatial[1],
+        g.out_spatial[1],
+        g.kernel[1],
+        g.dilations[1],
+        g.pads_begin[1],
+    );
+    (kw - 1)
+        .checked_mul(dw)
+        .and_then(|s| s.checked_add(pw))
+        .and_then(|s| s.checked_add(ow))
+        .and_then(|s| s.checked_add(iw))
+        .and_then(|s| s.checked_add(8))
+        .is_some_and(|s| s <= i32::MAX as usize)
+}
+
+/// One plane of `depthwise_plane_fma`: raw pointers and the geometry of
+/// one input channel, one kernel and one output plane.
+#[cfg(target_arch = "x86_64")]
+struct Plane {
+    x: *const f32,
+    w: *const f32,
+    out: *mut f32,
+    bias: f32,
+    iw: usize,
+    ow: usize,
+    kw: usize,
+    dh: usize,
+    dw: usize,
+    ph: usize,
+    pw: usize,
+}
+
+/// One depthwise plane, f32, unit strides, AVX2 with FMA. Outputs are
+/// computed in blocks of 8 columns by up to 8 rows, one register per row,
+/// so that up to eight independent FMA chains hide the FMA latency; each
+/// block starts as the bias, takes every tap, and is stored once, so every
+/// element of `out` is written exactly once. Loads come straight from the
+/// input: blocks whose taps all fall inside the row use plain loads, the
+/// few at the left and right borders (and the row's last, partial block)
+/// masked loads, so no padded copy of the plane is made.
+///
+/// Numerical contract: each output is its bias plus its taps in row-major
+/// tap order, each added with one FMA (one rounding per tap). Taps in the
+/// padding are skipped, not multiplied by zero, so an infinite weight or a
+/// -0 bias give what the direct sum gives.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn depthwise_plane_fma(
+    g: &Geometry,
+    x: &[f32],
+    w: &[f32],
+    bias: f32,
+    plane: usize,
+    out: &mut [MaybeUninit<f32>],
+) {
+    let (ih, iw) = (g.in_spatial[0], g.in_spatial[1]);
+    let (oh, ow) = (g.out_spatial[0], g.out_spatial[1]);
+    let (kh, kw) = (g.kernel[0], g.kernel[1]);
+    let (dh, dw) = (g.dilations[0], g.dilations[1]);
+    let (ph, pw) = (g.pads_begin[0], g.pads_begin[1]);
+    let mg = g.out_channels / g.group;
+    let (n, m) = (plane / g.out_channels, plane % g.out_channels);
+    let c = m / mg;
+    let xc = &x[(n * g.in_channels + c) * ih * iw..(n * g.in_channels + c + 1) * ih * iw];
+    let wm = &w[m * kh * kw..(m + 1) * kh * kw];
+    assert_eq!(out.len(), oh * ow);
+    let p = Plane {
+        x: xc.as_ptr(),
+        w: wm.as_ptr(),
+        out: out.as_mut_ptr() as *mut f32,
+        bias,
+        iw,
+        ow,
+        kw,
+        dh,
+        dw,
+        ph,
+        pw,
+    };
+    // The kernel rows that land inside the input for output row oy:
+    // input row oy + ky * dh - ph must lie in 0..ih.
+    let taps = |oy: usize| -> (usize, usize) {
+        let lo = ph.saturating_sub(oy).div_ceil(dh).min(kh);
+        let hi = (ih.saturating_add(ph))
+            .saturating_sub(oy)
+            .div_ceil(dh)
+            .min(kh);
+        (lo, hi.max(lo))
+    };
+    // Input columns a block reads beyond its own 8, to the right.
+    let reach = (kw - 1) * dw;
+    let blocks = ow.div_ceil(8);
+    let mut oy = 0;
+    while oy < oh {
+        let rows = taps(oy);
+        // The most rows (8, 4, 2 or 1) that share oy's kernel rows: those
+        // are the same for all rows between two that agree.
+        let r = [8, 4, 2]
+            .into_iter()
+            .find(|&r| oy + r <= oh && taps(oy + r - 1) == rows)
+            .unwrap_or(1);
+        for b in 0..blocks {
+            let col = b * 8;
+            let edge = col < pw || col + 8 + reach > iw + pw || col + 8 > ow;
+            match (r, edge) {
+                (8, false) => block::<8, false>(&p, oy, col, rows),
+                (8, true) => block::<8, true>(&p, oy, col, rows),
+                (4, false) => block::<4, false>(&p, oy, col, rows),
+                (4, true) => block::<4, true>(&p, oy, col, rows),
+                (2, false) => block::<2, false>(&p, oy, col, rows),
+                (2, true) => block::<2, true>(&p, oy, col, rows),
+                (_, false) => block::<1, false>(&p, oy, col, rows),
+                (_, true) => block::<1, true>(&p, oy, col, rows),
+            }
+        }
+        oy += r;
+    }
+}
+
+/// Outputs `col..col + 8` of rows `oy..oy + R` of `depthwise_plane_fma`,
+/// over kernel rows `ky0..ky1` (inside the input for all R rows). `EDGE`:
+/// some tap of the block reads outside its input row, or the block runs
+/// past the output row; loads and stores are then masked to the lanes
+/// inside, and skipped lanes keep their accumulator.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn block<const R: usize, const EDGE: bool>(
+    p: &Plane,
+    oy: usize,
+    col: usize,
+    (ky0, ky1): (usize, usize),
+) {
+    use std::arch::x86_64::*;
+    let mut acc = [_mm256_set1_ps(p.bias); R];
+    for ky in ky0..ky1 {
+        // Input row of output row oy; row oy + r reads r rows further.
+        let row = p.x.add((oy + ky * p.dh - p.ph) * p.iw);
+        for kx in 0..p.kw {
+            let wv = _mm256_broadcast_ss(&*p.w.add(ky * p.kw + kx));
+            let from = (col + kx * p.dw) as isize - p.pw as isize;
+            // Before the row when `from` < 0: only masked loads use it then.
+            let src = row.wrapping_offset(from);
+            if EDGE {
+                let m = lanes_inside(from, p.iw);
+                for (r, a) in acc.iter_mut().enumerate() {
+                    let v = _mm256_maskload_ps(src.wrapping_add(r * p.iw), m);
+                    *a = _mm256_blendv_ps(*a, _mm256_fmadd_ps(wv, v, *a), _mm256_castsi256_ps(m));
+                }
+            } else {
+                for (r, a) in acc.iter_mut().enumerate() {
+                    *a = _mm256_fmadd_ps(wv, _mm256_loadu_ps(src.add(r * p.iw)), *a);
+                }
+            }
+        }
+    }
+    let dst = p.out.add(oy * p.ow + col);
+    if col + 8 <= p.ow {
+        for (r, a) in acc.iter().enumerate() {
+            _mm256_storeu_ps(dst.add(r * p.ow), *a);
+        }
+    } else {
+        let m = lanes_inside(0, p.ow - col);
+        for (r, a) in acc.iter().enumerate() {
+            _mm256_maskstore_ps(dst.add(r * p.ow), m, *a);
+        }
+    }
+}
+
+/// The mask of lanes j (of 8) with 0 <= from + j < len; `lanes_fit_i32`
+/// makes the values fit in i32.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn lanes_inside(from: isize, len: usize) -> std::arch::x86_64::__m256i {
+    use std::arch::x86_64::*;
+    let at = _mm256_add_epi32(
+        _mm256_set1_epi32(from as i32),
+        _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+    );
+    _mm256_and_si256(
+        _mm256_cmpgt_epi32(at, _mm256_set1_epi32(-1)),
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(len as i32), at),
+    )
+}
+
+/// `depthwise_plane` compiled for AVX2 with FMA (8 lanes), for what the
+/// register-blocked kernel does not take (strides, f64).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn depthwise_plane_avx2<T: Real>(
+    g: &Geometry,
+    x: &[T],
+    w: &[T],
+    plane: usize,
+    out: &mut [T],
+) {
+    depthwise_plane(g, x, w, plane, out);
 }
 
 /// `depthwise_plane` compiled for AVX-512, so its loops vectorize 16 lanes

@@ -105,6 +105,32 @@ fn random_geometry(r: &mut Rng) -> Option<Geometry> {
     geometry(&attrs, &x_shape, &w_shape, Some(&[m])).ok()
 }
 
+/// A random depthwise 2-D geometry (see `check_path`) and whether to add a
+/// bias; None when the draw is invalid.
+fn random_depthwise(r: &mut Rng) -> Option<(Geometry, bool)> {
+    let group = 2 + r.below(4) as usize;
+    let mg = 1 + r.below(4) as usize;
+    let (h, w) = (1 + r.below(20) as usize, 1 + r.below(40) as usize);
+    let (kh, kw) = (1 + r.below(5) as usize, 1 + r.below(5) as usize);
+    let strides = if r.below(4) == 0 {
+        vec![1 + r.below(2) as i64, 1 + r.below(2) as i64]
+    } else {
+        vec![1, 1]
+    };
+    let attrs = ConvAttrs {
+        group: group as i64,
+        strides: Some(strides),
+        dilations: Some(vec![1 + r.below(3) as i64, 1 + r.below(3) as i64]),
+        pads: Some((0..4).map(|_| r.below(4) as i64).collect()),
+        ..Default::default()
+    };
+    let x_shape = [1 + r.below(2) as usize, group, h, w];
+    let w_shape = [mg * group, 1, kh, kw];
+    let with_bias = r.below(2) == 0;
+    let g = geometry(&attrs, &x_shape, &w_shape, Some(&[mg * group])).ok()?;
+    Some((g, with_bias))
+}
+
 /// X, W and B for `g`, exact in f32 so that both precisions and the
 /// reference see the same values.
 fn random_inputs(g: &Geometry, r: &mut Rng) -> [Vec<f64>; 3] {
@@ -134,15 +160,18 @@ fn check_against_reference(
     [x, w, b]: &[Vec<f64>; 3],
     scratch: usize,
     path: KernelPath,
+    with_bias: bool,
 ) {
-    let want = reference(g, x, w, Some(b));
+    let b = Some(b.as_slice()).filter(|_| with_bias);
+    let want = reference(g, x, w, b);
     let abs = |v: &[f64]| v.iter().map(|a| a.abs()).collect::<Vec<_>>();
     // All terms non-negative: the reference sums their magnitudes.
-    let magnitude = reference(g, &abs(x), &abs(w), Some(&abs(b)));
+    let magnitude = reference(g, &abs(x), &abs(w), b.map(abs).as_deref());
     let n = g.in_channels / g.group * g.kernel_size() + 1;
     let narrow = |v: &[f64]| v.iter().map(|&a| a as f32).collect::<Vec<_>>();
-    let got32 = conv_on(g, &narrow(x), &narrow(w), Some(&narrow(b)), scratch, path);
-    let got64 = conv_on(g, x, w, Some(b), scratch, path);
+    let b32 = b.map(narrow);
+    let got32 = conv_on(g, &narrow(x), &narrow(w), b32.as_deref(), scratch, path);
+    let got64 = conv_on(g, x, w, b, scratch, path);
     let (f32_sum, f64_sum) = (
         Arithmetic::of(DataType::Float).unwrap(),
         Arithmetic::of(DataType::Double).unwrap(),
@@ -174,10 +203,31 @@ fn check_path(path: KernelPath) {
             continue;
         };
         let inputs = random_inputs(&g, &mut r);
-        check_against_reference(&format!("case {case}"), &g, &inputs, TILE_BYTES, path);
+        check_against_reference(&format!("case {case}"), &g, &inputs, TILE_BYTES, path, true);
         checked += 1;
     }
     assert!(checked > 200, "only {checked} random geometries were valid");
+
+    // Depthwise, which the draws above reach only a few times: mostly unit
+    // strides (the register-blocked kernels), rows of any width (not just
+    // multiples of the vector), heights spanning several row blocks,
+    // asymmetric padding, dilation, kernels wider than the input, several
+    // outputs per group, with and without bias.
+    let mut unit = 0;
+    for case in 0..200 {
+        let Some((g, with_bias)) = random_depthwise(&mut r) else {
+            continue;
+        };
+        assert!(g.is_depthwise_2d());
+        unit += usize::from(g.strides == [1, 1]);
+        let inputs = random_inputs(&g, &mut r);
+        let what = format!("depthwise case {case}");
+        check_against_reference(&what, &g, &inputs, TILE_BYTES, path, with_bias);
+    }
+    assert!(
+        unit > 100,
+        "only {unit} depthwise geometries had unit strides"
+    );
 
     let pads = |p: i64, rank: usize| Some(vec![p; 2 * rank]);
     // (what, attributes, X shape, W shape, scratch bytes)
@@ -284,7 +334,7 @@ fn check_path(path: KernelPath) {
     for (what, attrs, x, w, scratch) in targeted {
         let g = geometry(&attrs, x, w, Some(&[w[0]])).unwrap();
         let inputs = random_inputs(&g, &mut r);
-        check_against_reference(what, &g, &inputs, scratch, path);
+        check_against_reference(what, &g, &inputs, scratch, path, true);
     }
 }
 
@@ -307,6 +357,43 @@ fn avx512_kernels_meet_the_rounding_bound() {
 #[cfg_attr(no_avx2, ignore = "this CPU has no AVX2 with FMA")]
 fn avx2_kernels_meet_the_rounding_bound() {
     check_path(KernelPath::Avx2);
+}
+
+/// Depthwise taps that fall in the padding are skipped, not multiplied by
+/// zero: an infinite weight leaves the outputs it never reaches finite.
+/// (The AVX-512 row kernel multiplies padding zeros, as its contract says.)
+#[test]
+fn depthwise_padding_taps_are_skipped() {
+    let attrs = ConvAttrs {
+        group: 2,
+        pads: Some(vec![1, 2, 0, 1]),
+        ..Default::default()
+    };
+    let g = geometry(&attrs, &[1, 2, 9, 21], &[2, 1, 3, 3], None).unwrap();
+    assert!(g.is_depthwise_2d());
+    let x: Vec<f32> = (0..2 * 9 * 21).map(|i| 1.0 + (i % 5) as f32).collect();
+    let mut w = vec![0.5f32; 18];
+    // Top left tap of the first plane, and bottom right of the second.
+    w[0] = f32::INFINITY;
+    w[17] = f32::NEG_INFINITY;
+    let wide = |v: &[f32]| v.iter().map(|&a| a as f64).collect::<Vec<_>>();
+    let want = reference(&g, &wide(&x), &wide(&w), None);
+    assert!(want.iter().any(|v| v.is_finite()) && want.iter().any(|v| v.is_infinite()));
+    let mut paths = vec![KernelPath::Portable];
+    if Isa::Avx2.supported() {
+        paths.push(KernelPath::Avx2);
+    }
+    for path in paths {
+        let got = conv_on(&g, &x, &w, None, TILE_BYTES, path);
+        for (i, (&a, &b)) in got.iter().zip(&want).enumerate() {
+            let same = if b.is_finite() {
+                (a as f64 - b).abs() <= 1e-4 * b.abs().max(1.0)
+            } else {
+                a as f64 == b
+            };
+            assert!(same, "{path:?} at {i}: {a} vs {b}");
+        }
+    }
 }
 
 #[test]
@@ -343,8 +430,10 @@ fn unaddressable_extents_are_rejected() {
 
 #[test]
 fn depthwise_scratch_stays_within_the_limit() {
-    // Dilation and padding, not the input, make the row kernel's padded
-    // copy large; under a small scratch limit the plain kernel runs.
+    // Dilation and padding, not the input, make the AVX-512 row kernel's
+    // padded copy large; under a small scratch limit the plain kernel runs.
+    // (The AVX2 kernel makes no copy: here it runs with no tap inside for
+    // most columns, a kernel far wider than the input.)
     let attrs = ConvAttrs {
         dilations: Some(vec![1, 1000]),
         pads: Some(vec![0, 1000, 0, 0]),
