@@ -43,6 +43,7 @@ mod depthwise;
 mod geometry;
 mod im2col;
 mod im2col_gemm;
+pub(crate) mod packing;
 mod pointwise;
 #[cfg(test)]
 mod tests;
@@ -52,6 +53,7 @@ use depthwise::*;
 use geometry::*;
 pub use geometry::{geometry, AutoPad, ConvAttrs, Geometry};
 use im2col_gemm::*;
+use packing::PackedWeights;
 use pointwise::*;
 
 /// The versions at which Conv changed.
@@ -230,11 +232,15 @@ pub fn conv<T: Real>(
     bias: Option<&[T]>,
     scratch_bytes: usize,
 ) -> Vec<T> {
-    conv_on(g, x, w, bias, scratch_bytes, KernelPath::Auto)
+    conv_on(g, x, w, bias, scratch_bytes, KernelPath::Auto, None)
 }
 
 /// [`conv`] on the kernels `path` names. The choice is made once here and
 /// passed down, so the per-tile GEMM calls pay nothing for it.
+///
+/// `prepacked`: `w` already packed for these kernels (f32 only; it must
+/// have been built from the same `w`, for `g` and `path`'s instruction
+/// set), used instead of packing it again; None packs per call.
 pub(crate) fn conv_on<T: Real>(
     g: &Geometry,
     x: &[T],
@@ -242,8 +248,15 @@ pub(crate) fn conv_on<T: Real>(
     bias: Option<&[T]>,
     scratch_bytes: usize,
     path: KernelPath,
+    prepacked: Option<&PackedWeights>,
 ) -> Vec<T> {
     let isa = path.isa();
+    debug_assert!(prepacked.is_none_or(|p| p.fits(
+        g.out_channels,
+        g.group,
+        g.in_channels / g.group * g.kernel_size(),
+        isa
+    )));
     let os = g.out_size();
     let planes = g.batch * g.out_channels;
     // Each output plane starts as its bias (or zero), written in one pass:
@@ -261,7 +274,7 @@ pub(crate) fn conv_on<T: Real>(
         depthwise_2d(g, x, w, &mut y, tile_bytes, isa);
     } else if g.is_pointwise() {
         pointwise(g, x, w, &mut y, isa);
-    } else if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && isa == Isa::Avx512 {
+    } else if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && isa != Isa::Portable {
         // SAFETY: T is f32 (checked above), so the slices have that type.
         let (xf, wf, yf) = unsafe {
             (
@@ -270,7 +283,7 @@ pub(crate) fn conv_on<T: Real>(
                 std::slice::from_raw_parts_mut(y.as_mut_ptr() as *mut f32, y.len()),
             )
         };
-        im2col_gemm_packed(g, xf, wf, yf, tile_bytes);
+        im2col_gemm_packed(g, xf, wf, yf, tile_bytes, isa, prepacked);
     } else {
         im2col_gemm(g, x, w, &mut y, tile_bytes, isa);
     }

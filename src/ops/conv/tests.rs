@@ -141,8 +141,21 @@ fn check_against_reference(
     let magnitude = reference(g, &abs(x), &abs(w), Some(&abs(b)));
     let n = g.in_channels / g.group * g.kernel_size() + 1;
     let narrow = |v: &[f64]| v.iter().map(|&a| a as f32).collect::<Vec<_>>();
-    let got32 = conv_on(g, &narrow(x), &narrow(w), Some(&narrow(b)), scratch, path);
-    let got64 = conv_on(g, x, w, Some(b), scratch, path);
+    let (x32, w32, b32) = (narrow(x), narrow(w), narrow(b));
+    let got32 = conv_on(g, &x32, &w32, Some(&b32), scratch, path, None);
+    let got64 = conv_on(g, x, w, Some(b), scratch, path, None);
+    // Weights packed ahead of the call change where they come from, not
+    // the arithmetic: the same bits.
+    let kdim = g.in_channels / g.group * g.kernel_size();
+    let prepacked = PackedWeights::new(g.out_channels, g.group, kdim, &w32, path.isa());
+    let again = conv_on(g, &x32, &w32, Some(&b32), scratch, path, Some(&prepacked));
+    assert!(
+        got32
+            .iter()
+            .map(|v| v.to_bits())
+            .eq(again.iter().map(|v| v.to_bits())),
+        "{what}, {path:?}: prepacked weights changed the result ({g:?})"
+    );
     let (f32_sum, f64_sum) = (
         Arithmetic::of(DataType::Float).unwrap(),
         Arithmetic::of(DataType::Double).unwrap(),
