@@ -201,7 +201,14 @@ pub(super) fn im2col_gemm_packed(
     }
     let bounds = |t: usize| ((t * total / tiles) * panel).min(os);
     let jobs = g.batch * g.group * tiles;
-    let par = if jobs >= threads() { 1 } else { threads() };
+    // Splitting rows, every job uses all threads, one job at a time: a
+    // job count that is not a multiple of the threads (C256 14x14 makes 3
+    // tiles of its 5 panels) then leaves none idle.
+    let par = if jobs >= threads() && !split_rows {
+        1
+    } else {
+        threads()
+    };
     let local;
     let packed_w = match prepacked {
         Some(p) => p,
@@ -215,7 +222,7 @@ pub(super) fn im2col_gemm_packed(
     thread_local! {
         static PACKED_B: std::cell::RefCell<(Vec<f32>, Vec<f32>)> = const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
     }
-    (0..jobs).into_par_iter().with_max_len(1).for_each(|job| {
+    let run = |job: usize| {
         let t = job % tiles;
         let gi = (job / tiles) % g.group;
         let n = job / tiles / g.group;
@@ -280,5 +287,10 @@ pub(super) fn im2col_gemm_packed(
             };
         });
         PACKED_B.with(|cell| *cell.borrow_mut() = (pb, row));
-    });
+    };
+    if par > 1 {
+        (0..jobs).for_each(run);
+    } else {
+        (0..jobs).into_par_iter().with_max_len(1).for_each(run);
+    }
 }
