@@ -9,23 +9,31 @@
 //!   infinities propagate as IEEE arithmetic says.
 //!
 //! Paths: a direct kernel for depthwise 2-D convolution (register-blocked
-//! AVX-512 for f32 with unit strides, an AVX-512 clone otherwise), a plain GEMM for 1x1 kernels without padding or
-//! striding, and im2col plus GEMM in column tiles otherwise. The GEMM is our
-//! AVX-512 f32 kernel (`sgemm.rs`) when the CPU has AVX-512F, with the
-//! weights packed once and im2col rows written straight into its packed
-//! layout; f64 (and f32 elsewhere) uses the `gemm` crate. The im2col buffer
-//! holds at most `TILE_BYTES` per worker, whatever the input size. [`conv`]
-//! picks its side by the CPU; the unit tests force each side
+//! AVX-512 for f32 with unit strides, an AVX-512 clone otherwise), a plain
+//! GEMM for 1x1 kernels without padding or striding, and im2col plus GEMM in
+//! column tiles otherwise. For f32 the GEMM is ours (`sgemm.rs`) when the
+//! CPU has AVX-512F or AVX2 with FMA (one packed layout, a micro-kernel per
+//! instruction set): the weights are packed once per call (or ahead of it,
+//! `packing::PackedWeights`) and im2col rows are written straight into the
+//! packed layout. f64, and f32 on other CPUs, use the `gemm` crate; float16
+//! and bfloat16 are widened to f32 first, so they take the f32 path. The
+//! im2col buffer holds at most `TILE_BYTES` per worker, whatever the input
+//! size. [`conv`] picks its side by the CPU; the unit tests force each side
 //! (`KernelPath`), so the one a machine would not pick is tested too. Work is
-//! spread over the rayon pool (both cores on this machine): by (image,
-//! group, tile), or by GEMM rows when there are too few tiles.
+//! spread over the rayon pool (both cores on this machine), from a pool
+//! thread: by (image, group, tile), or by GEMM rows when there are too few
+//! tiles.
 //!
-//! Speed against onnxruntime on this machine (see `cargo xtask bench`):
-//! 0.3-0.6 of its throughput on 3x3/7x7 shapes, about 0.75-0.8 on 1x1 and
-//! depthwise (f32 depthwise with unit strides has its own AVX-512 kernel). The
-//! micro-kernel runs near the core's FMA peak; what remains is im2col and
-//! packing traffic (onnxruntime avoids it with NCHWc direct kernels) and
-//! cache blocking for large K (C256 14x14 is the weakest shape).
+//! Speed against onnxruntime 1.32 on this machine (Zen 3, 2 cores, AVX2,
+//! `cargo xtask bench --op conv`, three runs with other builds loading the
+//! machine, load average 3.2-4.5): C64 56x56 3x3 0.61-0.67 of its
+//! throughput, C3 224x224 7x7/2 0.40-0.58, C256 14x14 3x3 0.45-0.49, N8 1x1
+//! 0.73-1.01. Timed alone (best of 40 calls, a quieter moment) our C64 3x3
+//! reached 130 GFLOP/s, onnxruntime's figure, so part of the gap is how
+//! each side suffers from the load; the rest is im2col and packing traffic
+//! (a quarter of our time on 3x3 and 7x7, which onnxruntime's NCHWc direct
+//! kernels avoid). The AVX2 micro-kernel does about 90 GFLOP/s per core with
+//! its operands in cache.
 //!
 //! `auto_pad` SAME_UPPER / SAME_LOWER give an output of `ceil(in / stride)`
 //! per axis in every version; Conv-1's text ("output size matches input

@@ -5,6 +5,9 @@ use crate::ops::sgemm::{packed, Isa};
 
 /// Every group's weights (`out_channels / group` rows of `kdim` values) in
 /// the packed A layout of `sgemm::packed`, for the kernels of one `Isa`.
+/// The im2col path uses them; the 1x1 path still packs per call (its A,
+/// channels x channels, is small next to the image it multiplies), and the
+/// depthwise path needs none.
 pub(crate) struct PackedWeights {
     isa: Isa,
     out_channels: usize,
