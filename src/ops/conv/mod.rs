@@ -25,15 +25,15 @@
 //! tiles.
 //!
 //! Speed against onnxruntime 1.32 on this machine (Zen 3, 2 cores, AVX2,
-//! `cargo xtask bench --op conv`, three runs with other builds loading the
-//! machine, load average 3.2-4.5): C64 56x56 3x3 0.61-0.67 of its
-//! throughput, C3 224x224 7x7/2 0.40-0.58, C256 14x14 3x3 0.45-0.49, N8 1x1
-//! 0.73-1.01. Timed alone (best of 40 calls, a quieter moment) our C64 3x3
-//! reached 130 GFLOP/s, onnxruntime's figure, so part of the gap is how
-//! each side suffers from the load; the rest is im2col and packing traffic
-//! (a quarter of our time on 3x3 and 7x7, which onnxruntime's NCHWc direct
-//! kernels avoid). The AVX2 micro-kernel does about 90 GFLOP/s per core with
-//! its operands in cache.
+//! `cargo xtask bench --op conv`, six runs while other builds loaded the
+//! machine, load average 2.2-4.5; onnxruntime did 107-171 GFLOP/s): C64
+//! 56x56 3x3 0.57-0.67 of its throughput, C3 224x224 7x7/2 0.40-0.59, C256
+//! 14x14 3x3 0.44-0.52, N8 1x1 0.73-1.01. Timed alone in a quieter moment
+//! (median of 40 calls on a 2-thread pool) our C64 3x3 did 131 GFLOP/s and
+//! C256 14x14 115, so part of the gap is how each side bears the load; the
+//! rest is im2col and packing traffic (a quarter of our time on 3x3 and
+//! 7x7, which onnxruntime's NCHWc direct kernels avoid). The AVX2
+//! micro-kernel does about 90 GFLOP/s per core with its operands in cache.
 //!
 //! `auto_pad` SAME_UPPER / SAME_LOWER give an output of `ceil(in / stride)`
 //! per axis in every version; Conv-1's text ("output size matches input
