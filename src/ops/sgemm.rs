@@ -1,18 +1,29 @@
-//! A single-precision GEMM for Conv on x86-64 with AVX-512F, used when the
-//! CPU has it; other machines (and f64) use the `gemm` crate.
+//! A single-precision GEMM for Conv on x86-64, with micro-kernels for
+//! AVX-512F and for AVX2 with FMA; other machines (and f64) use the `gemm`
+//! crate.
 //!
 //! `C[m x n] += A[m x k] * B[k x n]`, all row-major with explicit row strides.
 //! Numerical contract: f32 products accumulated in f32 with fused
 //! multiply-add, in blocks of `KC` along k; NaN and infinities propagate.
+//! Both kernels run the same sequence of operations per element of C (zero,
+//! one FMA per k in order, then one add into C per block), so they give
+//! bit-identical results.
 //!
-//! Structure: B is packed into panels of `NR` = 48 columns (three vectors),
-//! A into panels of `MR` = 8 rows, so the micro-kernel keeps an 8 x 48 block
-//! of C in 24 vector registers while it walks k (8 divides the channel
-//! counts convolutions use, so no panel is half empty).
+//! Structure: B is packed into panels of `NR` = 48 columns, A into panels of
+//! `MR` = 8 rows, one layout for both instruction sets (so im2col can write
+//! packed B without knowing which kernel reads it). The AVX-512 kernel keeps
+//! the 8 x 48 block of C in 24 of its 32 registers while it walks k; AVX2
+//! has 16 registers, so its kernel walks the block as four 4 x 24 sub-tiles
+//! (12 accumulators, 3 B vectors, 1 broadcast). 8 divides the channel counts
+//! convolutions use, so no panel is half empty.
 
 const MR: usize = 8;
 const NR: usize = 48;
-const KC: usize = 256;
+/// 128 rows of k keep a 48-column B panel (24 KiB) in a 32 KiB L1 data
+/// cache with the A panel, while the kernel reuses it across row panels;
+/// at 256 the AVX2 kernel measured 10-20% slower (AVX-512 was not measured
+/// again: this machine has none).
+const KC: usize = 128;
 
 /// The instruction sets our f32 kernels are written for, best first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,19 +64,16 @@ impl Isa {
     }
 }
 
-/// True when this CPU can run the AVX-512 path.
-pub fn available() -> bool {
-    Isa::Avx512.supported()
-}
-
-/// `C += A * B`; returns false (doing nothing) when AVX-512F is missing.
+/// `C += A * B` on the kernels for `isa`; returns false (doing nothing) for
+/// `Isa::Portable`, which has none.
 ///
 /// # Safety
-/// `a` must hold `m` rows of `k` values at stride `lda`, `b` `k` rows of `n`
-/// values at stride `ldb`, `c` `m` rows of `n` values at stride `ldc`, and
-/// `c` must not overlap `a` or `b`.
+/// The CPU must support `isa`; `a` must hold `m` rows of `k` values at
+/// stride `lda`, `b` `k` rows of `n` values at stride `ldb`, `c` `m` rows of
+/// `n` values at stride `ldc`, and `c` must not overlap `a` or `b`.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn sgemm_acc(
+    isa: Isa,
     m: usize,
     n: usize,
     k: usize,
@@ -76,14 +84,15 @@ pub unsafe fn sgemm_acc(
     c: *mut f32,
     ldc: usize,
 ) -> bool {
+    debug_assert!(isa.supported());
     #[cfg(target_arch = "x86_64")]
     {
-        if available() {
-            imp::sgemm(m, n, k, a, lda, b, ldb, c, ldc);
+        if isa != Isa::Portable {
+            imp::sgemm(isa, m, n, k, a, lda, b, ldb, c, ldc);
             return true;
         }
     }
-    let _ = (m, n, k, a, lda, b, ldb, c, ldc);
+    let _ = (isa, m, n, k, a, lda, b, ldb, c, ldc);
     false
 }
 
@@ -123,7 +132,7 @@ unsafe fn pack_a_panel(
 /// A's block starts at `k0 * m_panels * MR`, panel `q` at `+ q * kc * MR`,
 /// element `(kk, r)` at `+ kk * MR + r`.
 pub mod packed {
-    use super::{KC, MR, NR};
+    use super::{Isa, KC, MR, NR};
 
     /// Column panels of a B with n columns.
     pub fn panels(n: usize) -> usize {
@@ -202,11 +211,12 @@ pub mod packed {
     /// `C[row panels rows, column panels panels] += A * B` from packed operands.
     ///
     /// # Safety
-    /// AVX-512F must be available (`super::available()`); `c` must hold `m`
-    /// rows of `n` columns at stride `ldc`; `pa`/`pb` must be packed for
-    /// (m, k) and (n, k).
+    /// The CPU must support `isa`, which is not `Isa::Portable`; `c` must
+    /// hold `m` rows of `n` columns at stride `ldc`; `pa`/`pb` must be packed
+    /// for (m, k) and (n, k).
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn sgemm(
+        isa: Isa,
         m: usize,
         n: usize,
         k: usize,
@@ -217,20 +227,22 @@ pub mod packed {
         panels: std::ops::Range<usize>,
         rows: std::ops::Range<usize>,
     ) {
+        debug_assert!(isa != Isa::Portable && isa.supported());
         #[cfg(target_arch = "x86_64")]
-        super::imp::prepacked(m, n, k, pa, pb, c, ldc, panels, rows);
+        super::imp::prepacked(isa, m, n, k, pa, pb, c, ldc, panels, rows);
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = (m, n, k, pa, pb, c, ldc, panels, rows);
+        let _ = (isa, m, n, k, pa, pb, c, ldc, panels, rows);
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod imp {
-    use super::{KC, MR, NR};
+    use super::{Isa, KC, MR, NR};
     use std::arch::x86_64::*;
 
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn sgemm(
+        isa: Isa,
         m: usize,
         n: usize,
         k: usize,
@@ -259,12 +271,13 @@ mod imp {
         if pb.len() < need_b {
             pb.resize(need_b, 0.0);
         }
-        blocked(m, n, k, a, lda, b, ldb, c, ldc, &mut pa, &mut pb);
+        blocked(isa, m, n, k, a, lda, b, ldb, c, ldc, &mut pa, &mut pb);
         SCRATCH.with(|cell| *cell.borrow_mut() = (pa, pb));
     }
 
     #[allow(clippy::too_many_arguments)]
     unsafe fn blocked(
+        isa: Isa,
         m: usize,
         n: usize,
         k: usize,
@@ -312,7 +325,8 @@ mod imp {
                 for pn in 0..n_panels {
                     let j0 = pn * NR;
                     let w = NR.min(n - j0);
-                    kernel(
+                    tile(
+                        isa,
                         kc,
                         pa.as_ptr().add(pm * MR * kc),
                         pb.as_ptr().add(pn * NR * kc),
@@ -329,6 +343,7 @@ mod imp {
 
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn prepacked(
+        isa: Isa,
         m: usize,
         n: usize,
         k: usize,
@@ -352,7 +367,8 @@ mod imp {
                 for pm in rows.clone() {
                     let i0 = pm * MR;
                     let h = MR.min(m - i0);
-                    kernel(
+                    tile(
+                        isa,
                         kc,
                         a_block.add(pm * kc * MR),
                         b_block.add(pn * kc * NR),
@@ -367,9 +383,33 @@ mod imp {
         }
     }
 
+    /// C[h x w] += Apanel (kc x MR) * Bpanel (kc x NR), for h <= MR, w <= NR,
+    /// on the kernel for `isa` (not `Isa::Portable`).
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn tile(
+        isa: Isa,
+        kc: usize,
+        pa: *const f32,
+        pb: *const f32,
+        c: *mut f32,
+        ldc: usize,
+        h: usize,
+        w: usize,
+    ) {
+        match isa {
+            Isa::Avx512 => kernel_avx512(kc, pa, pb, c, ldc, h, w),
+            _ => kernel_avx2(kc, pa, pb, c, ldc, h, w),
+        }
+    }
+
     /// C[h x w] += Apanel (kc x MR) * Bpanel (kc x NR), for h <= MR, w <= NR.
+    ///
+    /// Numerical contract: each element of C gets the f32 sum of its kc
+    /// products, formed by one fused multiply-add per k in order from zero,
+    /// then added to C with one rounding.
     #[target_feature(enable = "avx512f")]
-    unsafe fn kernel(
+    unsafe fn kernel_avx512(
         kc: usize,
         pa: *const f32,
         pb: *const f32,
@@ -416,6 +456,127 @@ mod imp {
             }
         }
     }
+
+    /// C[h x w] += Apanel (kc x MR) * Bpanel (kc x NR), for h <= MR, w <= NR,
+    /// as four 4 x 24 sub-tiles; those wholly past h or w are skipped (their
+    /// packed operands are zero padding).
+    ///
+    /// Numerical contract: as `kernel_avx512`, bit for bit: each element of
+    /// C gets the f32 sum of its kc products, formed by one fused
+    /// multiply-add per k in order from zero, then added to C with one
+    /// rounding.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn kernel_avx2(
+        kc: usize,
+        pa: *const f32,
+        pb: *const f32,
+        c: *mut f32,
+        ldc: usize,
+        h: usize,
+        w: usize,
+    ) {
+        // Both row halves of one column half back to back: the second
+        // reads the B columns the first just brought into L1.
+        for (c0, r0) in [(0, 0), (0, 4), (24, 0), (24, 4)] {
+            if r0 < h && c0 < w {
+                sub_tile_avx2(
+                    kc,
+                    pa.add(r0),
+                    pb.add(c0),
+                    c.add(r0 * ldc + c0),
+                    ldc,
+                    (h - r0).min(4),
+                    (w - c0).min(24),
+                );
+            }
+        }
+    }
+
+    /// One 4 x 24 sub-tile of `kernel_avx2`: rows `pa[kk * MR + 0..4]`,
+    /// columns `pb[kk * NR + 0..24]`, into C[h x w] (h <= 4, w <= 24).
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn sub_tile_avx2(
+        kc: usize,
+        pa: *const f32,
+        pb: *const f32,
+        c: *mut f32,
+        ldc: usize,
+        h: usize,
+        w: usize,
+    ) {
+        // The loop in assembly: written with intrinsics, LLVM kept the 12
+        // accumulators in registers but shuffled them with a spill and
+        // about a dozen moves per k, halving the speed. Registers: ymm0-11
+        // the 4 x 24 accumulators (row r in 3r..3r+2), ymm12-14 one row of
+        // B, ymm15 the broadcast element of A.
+        let z = _mm256_setzero_ps();
+        let [mut c0, mut c1, mut c2, mut c3, mut c4, mut c5] = [z; 6];
+        let [mut c6, mut c7, mut c8, mut c9, mut c10, mut c11] = [z; 6];
+        if kc > 0 {
+            // SAFETY: reads kc rows of the A panel (MR floats apart, 4 used)
+            // and of the B panel (NR floats apart, 24 used), which the caller
+            // guarantees exist; writes only the registers it declares.
+            std::arch::asm!(
+            "2:",
+            "vmovups ymm12, [{b}]",
+            "vmovups ymm13, [{b} + 32]",
+            "vmovups ymm14, [{b} + 64]",
+            "vbroadcastss ymm15, dword ptr [{a} + 0]",
+            "vfmadd231ps ymm0, ymm15, ymm12",
+            "vfmadd231ps ymm1, ymm15, ymm13",
+            "vfmadd231ps ymm2, ymm15, ymm14",
+            "vbroadcastss ymm15, dword ptr [{a} + 4]",
+            "vfmadd231ps ymm3, ymm15, ymm12",
+            "vfmadd231ps ymm4, ymm15, ymm13",
+            "vfmadd231ps ymm5, ymm15, ymm14",
+            "vbroadcastss ymm15, dword ptr [{a} + 8]",
+            "vfmadd231ps ymm6, ymm15, ymm12",
+            "vfmadd231ps ymm7, ymm15, ymm13",
+            "vfmadd231ps ymm8, ymm15, ymm14",
+            "vbroadcastss ymm15, dword ptr [{a} + 12]",
+            "vfmadd231ps ymm9, ymm15, ymm12",
+            "vfmadd231ps ymm10, ymm15, ymm13",
+            "vfmadd231ps ymm11, ymm15, ymm14",
+            "add {a}, {mr_bytes}",
+            "add {b}, {nr_bytes}",
+            "dec {k}",
+            "jnz 2b",
+            a = inout(reg) pa => _,
+            b = inout(reg) pb => _,
+            k = inout(reg) kc => _,
+            mr_bytes = const MR * 4,
+            nr_bytes = const NR * 4,
+            inout("ymm0") c0, inout("ymm1") c1, inout("ymm2") c2,
+            inout("ymm3") c3, inout("ymm4") c4, inout("ymm5") c5,
+            inout("ymm6") c6, inout("ymm7") c7, inout("ymm8") c8,
+            inout("ymm9") c9, inout("ymm10") c10, inout("ymm11") c11,
+            out("ymm12") _, out("ymm13") _, out("ymm14") _, out("ymm15") _,
+            options(nostack, readonly),
+            );
+        }
+        let acc = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11];
+        if h == 4 && w == 24 {
+            for r in 0..4 {
+                for v in 0..3 {
+                    let p = c.add(r * ldc + 8 * v);
+                    _mm256_storeu_ps(p, _mm256_add_ps(_mm256_loadu_ps(p), acc[3 * r + v]));
+                }
+            }
+        } else {
+            // Edge tiles: through a stack row, so nothing past h x w of C
+            // is read or written.
+            let mut row = [0f32; 24];
+            for r in 0..h {
+                for v in 0..3 {
+                    _mm256_storeu_ps(row.as_mut_ptr().add(8 * v), acc[3 * r + v]);
+                }
+                for (j, &s) in row[..w].iter().enumerate() {
+                    *c.add(r * ldc + j) += s;
+                }
+            }
+        }
+    }
 }
 
 /// Fails the calling test on a CPU without AVX-512F. Such tests are marked
@@ -424,10 +585,10 @@ mod imp {
 /// of passing without checking anything. This catches the rest (`--ignored`,
 /// or a build made on another machine) before an AVX-512 instruction would.
 #[cfg(test)]
-pub(crate) fn require_avx512() {
+pub(crate) fn require(isa: Isa) {
     assert!(
-        available(),
-        "this test needs AVX-512F, which this CPU lacks (it is ignored when built on such a CPU)"
+        isa.supported(),
+        "this test needs {isa:?}, which this CPU lacks (it is ignored when built on such a CPU)"
     );
 }
 
@@ -441,7 +602,73 @@ mod tests {
     #[test]
     #[cfg_attr(no_avx512, ignore = "this CPU has no AVX-512F")]
     fn prepacked_operands_give_the_same_product() {
-        require_avx512();
+        prepacked_product(Isa::Avx512);
+    }
+
+    #[test]
+    #[cfg_attr(no_avx2, ignore = "this CPU has no AVX2 with FMA")]
+    fn avx2_prepacked_operands_give_the_same_product() {
+        prepacked_product(Isa::Avx2);
+    }
+
+    #[test]
+    #[cfg_attr(no_avx512, ignore = "this CPU has no AVX-512F")]
+    fn matches_a_plain_triple_loop() {
+        triple_loop(Isa::Avx512);
+    }
+
+    #[test]
+    #[cfg_attr(no_avx2, ignore = "this CPU has no AVX2 with FMA")]
+    fn avx2_matches_a_plain_triple_loop() {
+        triple_loop(Isa::Avx2);
+    }
+
+    /// Both kernels promise the same operations per element, so the same
+    /// bits; edge tiles (rows and columns off the panels) included.
+    #[test]
+    #[cfg_attr(no_avx512, ignore = "this CPU has no AVX-512F")]
+    fn avx2_and_avx512_agree_bit_for_bit() {
+        require(Isa::Avx512);
+        require(Isa::Avx2);
+        let mut r = Rng::new(11);
+        let (m, n, k) = (21usize, 101usize, 530usize);
+        let a: Vec<f32> = (0..m * k).map(|_| r.signed_unit() as f32).collect();
+        let b: Vec<f32> = (0..k * n).map(|_| r.signed_unit() as f32).collect();
+        let mut c1 = vec![0.25f32; m * n];
+        let mut c2 = c1.clone();
+        unsafe {
+            sgemm_acc(
+                Isa::Avx512,
+                m,
+                n,
+                k,
+                a.as_ptr(),
+                k,
+                b.as_ptr(),
+                n,
+                c1.as_mut_ptr(),
+                n,
+            );
+            sgemm_acc(
+                Isa::Avx2,
+                m,
+                n,
+                k,
+                a.as_ptr(),
+                k,
+                b.as_ptr(),
+                n,
+                c2.as_mut_ptr(),
+                n,
+            );
+        }
+        assert_eq!(c1, c2);
+    }
+
+    /// The unpacked and prepacked entry points, the latter over a partition
+    /// of the panels, give the same bits.
+    fn prepacked_product(isa: Isa) {
+        require(isa);
         let (m, n, k) = (29usize, 70usize, 300usize);
         let a: Vec<f32> = (0..m * k)
             .map(|i| ((i * 7919) % 113) as f32 / 50.0 - 1.0)
@@ -451,7 +678,20 @@ mod tests {
             .collect();
         let mut c1 = vec![0.5f32; m * n];
         let mut c2 = c1.clone();
-        unsafe { sgemm_acc(m, n, k, a.as_ptr(), k, b.as_ptr(), n, c1.as_mut_ptr(), n) };
+        unsafe {
+            sgemm_acc(
+                isa,
+                m,
+                n,
+                k,
+                a.as_ptr(),
+                k,
+                b.as_ptr(),
+                n,
+                c1.as_mut_ptr(),
+                n,
+            )
+        };
         let pa = packed::pack_a(&a, k, m, k);
         let mut pb = vec![f32::NAN; packed::b_len(n, k)];
         for r in 0..k {
@@ -460,9 +700,20 @@ mod tests {
         let panels = n.div_ceil(NR);
         unsafe {
             let rows = packed::row_panels(m);
-            packed::sgemm(m, n, k, &pa, &pb, c2.as_mut_ptr(), n, 0..1, 0..rows);
-            packed::sgemm(m, n, k, &pa, &pb, c2.as_mut_ptr(), n, 1..panels, 0..1);
-            packed::sgemm(m, n, k, &pa, &pb, c2.as_mut_ptr(), n, 1..panels, 1..rows);
+            packed::sgemm(isa, m, n, k, &pa, &pb, c2.as_mut_ptr(), n, 0..1, 0..rows);
+            packed::sgemm(isa, m, n, k, &pa, &pb, c2.as_mut_ptr(), n, 1..panels, 0..1);
+            packed::sgemm(
+                isa,
+                m,
+                n,
+                k,
+                &pa,
+                &pb,
+                c2.as_mut_ptr(),
+                n,
+                1..panels,
+                1..rows,
+            );
         }
         assert_eq!(c1, c2);
     }
@@ -471,10 +722,8 @@ mod tests {
     /// order: within the strict policy's bound for n = k + 1 terms (the
     /// rounding-error bound of any summation order, `error_bound.rs`),
     /// against a plain f64 loop.
-    #[test]
-    #[cfg_attr(no_avx512, ignore = "this CPU has no AVX-512F")]
-    fn matches_a_plain_triple_loop() {
-        require_avx512();
+    fn triple_loop(isa: Isa) {
+        require(isa);
         let mut r = Rng::new(7);
         let mut rnd = || r.signed_unit() as f32;
         let f32_sum = Arithmetic::of(DataType::Float).unwrap();
@@ -485,6 +734,10 @@ mod tests {
             (64, 100, 576),
             (3, 7, 2),
             (29, 65, 257),
+            (8, 48, 256),
+            (4, 24, 1),
+            (5, 25, 513),
+            (12, 96, 40),
         ] {
             let (lda, ldb, ldc) = (k + 3, n + 1, n + 5);
             let a: Vec<f32> = (0..m * lda).map(|_| rnd()).collect();
@@ -493,6 +746,7 @@ mod tests {
             let before = c.clone();
             assert!(unsafe {
                 sgemm_acc(
+                    isa,
                     m,
                     n,
                     k,

@@ -99,8 +99,10 @@ pub(super) fn im2col_rows<T: Real>(
                         if sw == 1 {
                             seg.copy_from_slice(&src[start..start + seg.len()]);
                         } else {
-                            for (i, v) in seg.iter_mut().enumerate() {
-                                *v = src[start + i * sw];
+                            // An iterator, not indexing: no bounds check per
+                            // element (inside_columns keeps every read in the row).
+                            for (v, s) in seg.iter_mut().zip(src[start..].iter().step_by(sw)) {
+                                *v = *s;
                             }
                         }
                     }

@@ -1,13 +1,14 @@
 //! im2col plus GEMM: the general path (any rank, stride, dilation, group).
 
 use super::im2col::{im2col, im2col_rows};
+use super::packing::PackedWeights;
 use super::*;
 use crate::ops::sgemm::Isa;
 
 /// `dst[m x n] += lhs[m x k] * rhs[k x n]`, all row-major with the given
-/// row strides, on up to `par` threads. f32 uses our AVX-512 kernel when
-/// `isa` is AVX-512 (splitting columns across threads); otherwise the `gemm`
-/// crate.
+/// row strides, on up to `par` threads. f32 uses our kernels (`sgemm.rs`)
+/// when `isa` has them, splitting columns across threads; otherwise, and
+/// for f64, the `gemm` crate.
 ///
 /// # Safety
 /// The operands must hold the rows and columns their sizes and strides
@@ -26,7 +27,7 @@ pub(super) unsafe fn gemm_acc<T: Real>(
     par: usize,
     isa: Isa,
 ) {
-    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && isa == Isa::Avx512 {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && isa != Isa::Portable {
         let (d, l, r) = (SendPtr(dst as *mut f32), lhs as usize, rhs as usize);
         let chunks = if par > 1 {
             par.min(n.div_ceil(64)).max(1)
@@ -40,6 +41,7 @@ pub(super) unsafe fn gemm_acc<T: Real>(
                 let w = width.min(n - j0);
                 // SAFETY: each chunk writes its own columns j0..j0+w of dst.
                 crate::ops::sgemm::sgemm_acc(
+                    isa,
                     m,
                     w,
                     k,
@@ -166,15 +168,18 @@ pub(super) fn im2col_gemm<T: Real>(
     });
 }
 
-/// The f32 path on AVX-512 machines: the weights are packed once per call,
-/// and im2col writes each row straight into the GEMM's packed B layout, so
-/// no separate packing pass reads the whole im2col buffer again.
+/// The f32 path where our kernels run (`isa` is not portable): the weights
+/// are packed once per call (or come `prepacked`), and im2col writes each
+/// row straight into the GEMM's packed B layout, so no separate packing pass
+/// reads the whole im2col buffer again.
 pub(super) fn im2col_gemm_packed(
     g: &Geometry,
     x: &[f32],
     w: &[f32],
     y: &mut [f32],
     tile_bytes: usize,
+    isa: Isa,
+    prepacked: Option<&PackedWeights>,
 ) {
     use crate::ops::sgemm::packed;
     let os = g.out_size();
@@ -196,15 +201,28 @@ pub(super) fn im2col_gemm_packed(
     }
     let bounds = |t: usize| ((t * total / tiles) * panel).min(os);
     let jobs = g.batch * g.group * tiles;
-    let par = if jobs >= threads() { 1 } else { threads() };
-    let packed_w: Vec<Vec<f32>> = (0..g.group)
-        .map(|gi| packed::pack_a(&w[gi * mg * kdim..(gi + 1) * mg * kdim], kdim, mg, kdim))
-        .collect();
+    // Splitting rows, every job uses all threads, one job at a time: a
+    // job count that is not a multiple of the threads (C256 14x14 makes 3
+    // tiles of its 5 panels) then leaves none idle.
+    let par = if jobs >= threads() && !split_rows {
+        1
+    } else {
+        threads()
+    };
+    let local;
+    let packed_w = match prepacked {
+        Some(p) => p,
+        None => {
+            local = PackedWeights::new(g.out_channels, g.group, kdim, w, isa);
+            &local
+        }
+    };
+    debug_assert!(packed_w.fits(g.out_channels, g.group, kdim, isa));
     let yp = SendPtr(y.as_mut_ptr());
     thread_local! {
         static PACKED_B: std::cell::RefCell<(Vec<f32>, Vec<f32>)> = const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
     }
-    (0..jobs).into_par_iter().with_max_len(1).for_each(|job| {
+    let run = |job: usize| {
         let t = job % tiles;
         let gi = (job / tiles) % g.group;
         let n = job / tiles / g.group;
@@ -238,7 +256,7 @@ pub(super) fn im2col_gemm_packed(
         let yo = (n * g.out_channels + gi * mg) * os + j0;
         let panels = packed::panels(width);
         let rows = packed::row_panels(mg);
-        let (pa, pbr) = (&packed_w[gi], &pb);
+        let (pa, pbr) = (packed_w.group(gi), &pb);
         let chunks = if par > 1 {
             par.min(if split_rows { rows } else { panels })
         } else {
@@ -250,11 +268,29 @@ pub(super) fn im2col_gemm_packed(
             } else {
                 (i * panels / chunks..(i + 1) * panels / chunks, 0..rows)
             };
-            // SAFETY: AVX-512F is present (checked by the caller); job (n, gi,
-            // t) writes rows gi*mg.. of image n, columns j0..j1 only, and each
-            // chunk its own panels (or row panels) of those.
-            unsafe { packed::sgemm(mg, width, kdim, pa, pbr, yp.get().add(yo), os, cols, rws) };
+            // SAFETY: the CPU supports `isa` (checked by the caller); job (n,
+            // gi, t) writes rows gi*mg.. of image n, columns j0..j1 only, and
+            // each chunk its own panels (or row panels) of those.
+            unsafe {
+                packed::sgemm(
+                    isa,
+                    mg,
+                    width,
+                    kdim,
+                    pa,
+                    pbr,
+                    yp.get().add(yo),
+                    os,
+                    cols,
+                    rws,
+                )
+            };
         });
         PACKED_B.with(|cell| *cell.borrow_mut() = (pb, row));
-    });
+    };
+    if par > 1 {
+        (0..jobs).for_each(run);
+    } else {
+        (0..jobs).into_par_iter().with_max_len(1).for_each(run);
+    }
 }

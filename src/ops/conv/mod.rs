@@ -12,25 +12,28 @@
 //! AVX-512 or AVX2 with FMA for f32 with unit strides, clones of the plain
 //! loop for that instruction set otherwise; it writes each output once,
 //! starting from the bias), a plain GEMM for 1x1 kernels without padding or
-//! striding, and im2col plus GEMM in column tiles otherwise. The GEMM is our
-//! AVX-512 f32 kernel (`sgemm.rs`) when the CPU has AVX-512F, with the
-//! weights packed once and im2col rows written straight into its packed
-//! layout; f64 (and f32 elsewhere) uses the `gemm` crate. The im2col buffer
-//! holds at most `TILE_BYTES` per worker, whatever the input size. [`conv`]
-//! picks its side by the CPU; the unit tests force each side
+//! striding, and im2col plus GEMM in column tiles otherwise. For f32 the GEMM
+//! is ours (`sgemm.rs`) when the CPU has AVX-512F or AVX2 with FMA (one
+//! packed layout, a micro-kernel per instruction set): the weights are packed
+//! once per model when W is an initializer (`prepared.rs`,
+//! `packing::PackedWeights`), else once per call, and im2col rows are
+//! written straight into the packed layout. f64, and f32 on other CPUs, use
+//! the `gemm` crate; float16 and bfloat16 are widened to f32 first, so they
+//! take the f32 path. The im2col buffer holds at most `TILE_BYTES` per
+//! worker, whatever the input size. [`conv`] picks its side by the CPU; the
+//! unit tests force each side
 //! (`KernelPath`), so the one a machine would not pick is tested too. Work is
-//! spread over the rayon pool (both cores on this machine): by (image,
-//! group, tile), or by GEMM rows when there are too few tiles.
+//! spread over the rayon pool (both cores on this machine), from a pool
+//! thread: by (image, group, tile), or by GEMM rows when there are too few
+//! tiles.
 //!
-//! Speed against onnxruntime on this machine (see `cargo xtask bench`):
-//! 0.3-0.6 of its throughput on 3x3/7x7 shapes, about 0.75-0.8 on 1x1.
-//! f32 depthwise with unit strides has its own kernels: on an AVX2 machine
-//! without AVX-512 (Zen 3, 2 cores) 1.0-2.5 times onnxruntime 1.32's
-//! throughput on C256 56x56 3x3 (about 1.4 typical; reading and writing
-//! memory bounds it), from 0.44 with the plain loop. The
-//! micro-kernel runs near the core's FMA peak; what remains is im2col and
-//! packing traffic (onnxruntime avoids it with NCHWc direct kernels) and
-//! cache blocking for large K (C256 14x14 is the weakest shape).
+//! Speed against onnxruntime 1.32: `cargo xtask bench` measures it, with
+//! figures in the README. On the AVX2 development machine (Zen 3, 2 cores)
+//! the depthwise kernel runs at or above onnxruntime (memory bounds it);
+//! the im2col shapes trail it: im2col and packing traffic is about a quarter
+//! of our time on 3x3 and 7x7, which onnxruntime's NCHWc direct kernels
+//! avoid. The AVX2 micro-kernel does about 90 GFLOP/s per core with its
+//! operands in cache.
 //!
 //! `auto_pad` SAME_UPPER / SAME_LOWER give an output of `ceil(in / stride)`
 //! per axis in every version; Conv-1's text ("output size matches input
@@ -49,6 +52,7 @@ mod depthwise;
 mod geometry;
 mod im2col;
 mod im2col_gemm;
+pub(crate) mod packing;
 mod pointwise;
 mod prepared;
 #[cfg(test)]
@@ -59,6 +63,7 @@ use depthwise::*;
 use geometry::*;
 pub use geometry::{geometry, AutoPad, ConvAttrs, Geometry};
 use im2col_gemm::*;
+use packing::PackedWeights;
 use pointwise::*;
 pub use prepared::prepare;
 
@@ -245,11 +250,15 @@ pub fn conv<T: Real>(
     bias: Option<&[T]>,
     scratch_bytes: usize,
 ) -> Vec<T> {
-    conv_on(g, x, w, bias, scratch_bytes, KernelPath::Auto)
+    conv_on(g, x, w, bias, scratch_bytes, KernelPath::Auto, None)
 }
 
 /// [`conv`] on the kernels `path` names. The choice is made once here and
 /// passed down, so the per-tile GEMM calls pay nothing for it.
+///
+/// `prepacked`: `w` already packed for these kernels (f32 only; it must
+/// have been built from the same `w`, for `g` and `path`'s instruction
+/// set), used instead of packing it again; None packs per call.
 pub(crate) fn conv_on<T: Real>(
     g: &Geometry,
     x: &[T],
@@ -257,8 +266,15 @@ pub(crate) fn conv_on<T: Real>(
     bias: Option<&[T]>,
     scratch_bytes: usize,
     path: KernelPath,
+    prepacked: Option<&PackedWeights>,
 ) -> Vec<T> {
     let isa = path.isa();
+    debug_assert!(prepacked.is_none_or(|p| p.fits(
+        g.out_channels,
+        g.group,
+        g.in_channels / g.group * g.kernel_size(),
+        isa
+    )));
     let os = g.out_size();
     let planes = g.batch * g.out_channels;
     let tile_bytes = TILE_BYTES.min(scratch_bytes);
@@ -267,7 +283,8 @@ pub(crate) fn conv_on<T: Real>(
         // every element once: no fill pass over the output first.
         let mut y = Vec::with_capacity(planes * os);
         if os > 0 {
-            depthwise_2d(g, x, w, bias, y.spare_capacity_mut(), tile_bytes, isa);
+            let out = y.spare_capacity_mut();
+            rayon::scope(|_| depthwise_2d(g, x, w, bias, out, tile_bytes, isa));
         }
         // SAFETY: depthwise_2d wrote all planes * os elements.
         unsafe { y.set_len(planes * os) };
@@ -283,21 +300,29 @@ pub(crate) fn conv_on<T: Real>(
     if os == 0 || planes == 0 {
         return y;
     }
-    if g.is_pointwise() {
-        pointwise(g, x, w, &mut y, isa);
-    } else if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && isa == Isa::Avx512 {
-        // SAFETY: T is f32 (checked above), so the slices have that type.
-        let (xf, wf, yf) = unsafe {
-            (
-                std::slice::from_raw_parts(x.as_ptr() as *const f32, x.len()),
-                std::slice::from_raw_parts(w.as_ptr() as *const f32, w.len()),
-                std::slice::from_raw_parts_mut(y.as_mut_ptr() as *mut f32, y.len()),
-            )
-        };
-        im2col_gemm_packed(g, xf, wf, yf, tile_bytes);
-    } else {
-        im2col_gemm(g, x, w, &mut y, tile_bytes, isa);
-    }
+    // The whole call on a pool thread: called from outside the pool (the
+    // main thread of a model run), each parallel loop would otherwise be
+    // handed over to the pool and waited for, which measured 20-30% slower
+    // on the 2-core bench shapes.
+    rayon::scope(|_| {
+        if g.is_pointwise() {
+            pointwise(g, x, w, &mut y, isa);
+        } else if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
+            && isa != Isa::Portable
+        {
+            // SAFETY: T is f32 (checked above), so the slices have that type.
+            let (xf, wf, yf) = unsafe {
+                (
+                    std::slice::from_raw_parts(x.as_ptr() as *const f32, x.len()),
+                    std::slice::from_raw_parts(w.as_ptr() as *const f32, w.len()),
+                    std::slice::from_raw_parts_mut(y.as_mut_ptr() as *mut f32, y.len()),
+                )
+            };
+            im2col_gemm_packed(g, xf, wf, yf, tile_bytes, isa, prepacked);
+        } else {
+            im2col_gemm(g, x, w, &mut y, tile_bytes, isa);
+        }
+    });
     y
 }
 

@@ -169,9 +169,29 @@ fn check_against_reference(
     let magnitude = reference(g, &abs(x), &abs(w), b.map(abs).as_deref());
     let n = g.in_channels / g.group * g.kernel_size() + 1;
     let narrow = |v: &[f64]| v.iter().map(|&a| a as f32).collect::<Vec<_>>();
-    let b32 = b.map(narrow);
-    let got32 = conv_on(g, &narrow(x), &narrow(w), b32.as_deref(), scratch, path);
-    let got64 = conv_on(g, x, w, b, scratch, path);
+    let (x32, w32, b32) = (narrow(x), narrow(w), b.map(narrow));
+    let got32 = conv_on(g, &x32, &w32, b32.as_deref(), scratch, path, None);
+    let got64 = conv_on(g, x, w, b, scratch, path, None);
+    // Weights packed ahead of the call change where they come from, not
+    // the arithmetic: the same bits.
+    let kdim = g.in_channels / g.group * g.kernel_size();
+    let prepacked = PackedWeights::new(g.out_channels, g.group, kdim, &w32, path.isa());
+    let again = conv_on(
+        g,
+        &x32,
+        &w32,
+        b32.as_deref(),
+        scratch,
+        path,
+        Some(&prepacked),
+    );
+    assert!(
+        got32
+            .iter()
+            .map(|v| v.to_bits())
+            .eq(again.iter().map(|v| v.to_bits())),
+        "{what}, {path:?}: prepacked weights changed the result ({g:?})"
+    );
     let (f32_sum, f64_sum) = (
         Arithmetic::of(DataType::Float).unwrap(),
         Arithmetic::of(DataType::Double).unwrap(),
@@ -384,7 +404,7 @@ fn depthwise_padding_taps_are_skipped() {
         paths.push(KernelPath::Avx2);
     }
     for path in paths {
-        let got = conv_on(&g, &x, &w, None, TILE_BYTES, path);
+        let got = conv_on(&g, &x, &w, None, TILE_BYTES, path, None);
         for (i, (&a, &b)) in got.iter().zip(&want).enumerate() {
             let same = if b.is_finite() {
                 (a as f64 - b).abs() <= 1e-4 * b.abs().max(1.0)

@@ -1,0 +1,60 @@
+//! Conv weights packed once for the GEMM micro-kernels, so that a model run
+//! many times (or a call with many tiles) does not repack them.
+
+use crate::ops::sgemm::{packed, Isa};
+
+/// Every group's weights (`out_channels / group` rows of `kdim` values) in
+/// the packed A layout of `sgemm::packed`, for the kernels of one `Isa`.
+/// The im2col path uses them; the 1x1 path still packs per call (its A,
+/// channels x channels, is small next to the image it multiplies), and the
+/// depthwise path needs none.
+pub(crate) struct PackedWeights {
+    isa: Isa,
+    out_channels: usize,
+    group: usize,
+    kdim: usize,
+    /// One packed A per group; empty for `Isa::Portable`, whose GEMM (the
+    /// `gemm` crate) packs for itself.
+    groups: Vec<Vec<f32>>,
+}
+
+impl PackedWeights {
+    /// Packs `w` (`g_out_channels` rows of `kdim` values, the Conv weights
+    /// with the input channels of a group and the kernel taps flattened,
+    /// `group` consecutive blocks of rows) for the kernels of `isa`.
+    pub(crate) fn new(
+        g_out_channels: usize,
+        group: usize,
+        kdim: usize,
+        w: &[f32],
+        isa: Isa,
+    ) -> PackedWeights {
+        assert!(group > 0 && g_out_channels.is_multiple_of(group));
+        assert!(w.len() >= g_out_channels * kdim);
+        let mg = g_out_channels / group;
+        let groups = if isa == Isa::Portable || mg == 0 || kdim == 0 {
+            Vec::new()
+        } else {
+            (0..group)
+                .map(|gi| packed::pack_a(&w[gi * mg * kdim..(gi + 1) * mg * kdim], kdim, mg, kdim))
+                .collect()
+        };
+        PackedWeights {
+            isa,
+            out_channels: g_out_channels,
+            group,
+            kdim,
+            groups,
+        }
+    }
+
+    /// True when these weights were packed for this shape and these kernels.
+    pub(crate) fn fits(&self, out_channels: usize, group: usize, kdim: usize, isa: Isa) -> bool {
+        (self.out_channels, self.group, self.kdim, self.isa) == (out_channels, group, kdim, isa)
+    }
+
+    /// Group `gi`'s packed A.
+    pub(crate) fn group(&self, gi: usize) -> &[f32] {
+        &self.groups[gi]
+    }
+}
