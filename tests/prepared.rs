@@ -80,8 +80,9 @@ fn an_initializer_a_node_overwrites_is_not_prepared() {
     // The run reads the Add's value, so preparation must not use the
     // initializer's.
     let x = Tensor::from_vec(&[1, 1, 3, 3], vec![1f32; 9]);
-    let w0 = Tensor::from_vec(&[1, 1, 2, 2], vec![1f32, 2.0, 3.0, 4.0]);
-    let delta = Tensor::from_vec(&[1, 1, 2, 2], vec![10f32; 4]);
+    // Eight output channels, so that W is one the preparation packs.
+    let w0 = Tensor::from_vec(&[8, 1, 2, 2], [1f32, 2.0, 3.0, 4.0].repeat(8));
+    let delta = Tensor::from_vec(&[8, 1, 2, 2], vec![10f32; 32]);
     let build = |written: &str| {
         let mut m = model(
             22,
@@ -95,7 +96,7 @@ fn an_initializer_a_node_overwrites_is_not_prepared() {
         m.graph.initializers = vec![
             ("w0".into(), w0.clone()),
             ("delta".into(), delta.clone()),
-            ("w".into(), Tensor::from_vec(&[1, 1, 2, 2], vec![100f32; 4])),
+            ("w".into(), Tensor::from_vec(&[8, 1, 2, 2], vec![100f32; 32])),
         ];
         m
     };
@@ -104,7 +105,7 @@ fn an_initializer_a_node_overwrites_is_not_prepared() {
     };
     let clean = run(&build("w_sum"));
     assert_eq!(bits(&run(&build("w"))[0]), bits(&clean[0]));
-    // (1+10)+(2+10)+(3+10)+(4+10) at each of the 4 positions.
+    // (1+10)+(2+10)+(3+10)+(4+10) at each of the 4 positions of 8 channels.
     assert_eq!(
         clean[0]
             .array::<f32>()
@@ -112,7 +113,7 @@ fn an_initializer_a_node_overwrites_is_not_prepared() {
             .iter()
             .copied()
             .collect::<Vec<_>>(),
-        vec![50.0; 4]
+        vec![50.0; 32]
     );
 }
 

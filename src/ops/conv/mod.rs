@@ -119,12 +119,13 @@ pub fn run(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
     let widened_w = prepared
         .map(|p| p.widened.as_slice())
         .filter(|v| !v.is_empty());
+    let packed = prepared.and_then(|p| p.packed.as_ref());
     let out = match (x.storage(), w.storage()) {
         (Storage::F32(xa), Storage::F32(wa)) => {
             let bias = b
                 .and_then(|t| t.array::<f32>())
                 .map(|a| a.iter().copied().collect::<Vec<_>>());
-            let y = conv(&g, slice(xa)?, slice(wa)?, bias.as_deref(), scratch);
+            let y = conv_prepacked(&g, slice(xa)?, slice(wa)?, bias.as_deref(), scratch, packed);
             wrap(Storage::F32(reshape(y, shape)?))?
         }
         (Storage::F64(xa), Storage::F64(wa)) => {
@@ -138,7 +139,7 @@ pub fn run(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
             let widen = |a: &ArrayD<f16>| a.iter().map(|v| v.to_f32()).collect::<Vec<_>>();
             let bias = b.and_then(|t| t.array::<f16>()).map(widen);
             let w = widened_w.map_or_else(|| widen(wa).into(), Cow::Borrowed);
-            let y = conv(&g, &widen(xa), &w, bias.as_deref(), scratch);
+            let y = conv_prepacked(&g, &widen(xa), &w, bias.as_deref(), scratch, packed);
             wrap(Storage::F16(reshape(
                 y.into_iter().map(f16::from_f32).collect(),
                 shape,
@@ -148,7 +149,7 @@ pub fn run(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
             let widen = |a: &ArrayD<bf16>| a.iter().map(|v| v.to_f32()).collect::<Vec<_>>();
             let bias = b.and_then(|t| t.array::<bf16>()).map(widen);
             let w = widened_w.map_or_else(|| widen(wa).into(), Cow::Borrowed);
-            let y = conv(&g, &widen(xa), &w, bias.as_deref(), scratch);
+            let y = conv_prepacked(&g, &widen(xa), &w, bias.as_deref(), scratch, packed);
             wrap(Storage::BF16(reshape(
                 y.into_iter().map(bf16::from_f32).collect(),
                 shape,
@@ -251,6 +252,22 @@ pub fn conv<T: Real>(
     scratch_bytes: usize,
 ) -> Vec<T> {
     conv_on(g, x, w, bias, scratch_bytes, KernelPath::Auto, None)
+}
+
+/// [`conv`] with weights packed ahead (`prepared.rs`), used when they were
+/// packed for this geometry and this CPU's kernels.
+fn conv_prepacked(
+    g: &Geometry,
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    scratch_bytes: usize,
+    packed: Option<&PackedWeights>,
+) -> Vec<f32> {
+    let kdim = g.in_channels / g.group * g.kernel_size();
+    let isa = Isa::detect();
+    let packed = packed.filter(|p| p.fits(g.out_channels, g.group, kdim, isa));
+    conv_on(g, x, w, bias, scratch_bytes, KernelPath::Auto, packed)
 }
 
 /// [`conv`] on the kernels `path` names. The choice is made once here and

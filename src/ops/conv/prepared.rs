@@ -3,6 +3,7 @@
 //! alone moves out of every run.
 
 use super::*;
+use crate::ops::sgemm::Isa;
 use crate::ops::NodeState;
 
 /// A Conv node's prepared weights.
@@ -10,19 +11,49 @@ pub(crate) struct Prepared {
     /// f16 and bf16 weights widened to f32 (the type they are computed in);
     /// empty for the other types, which the kernels read as they are.
     pub widened: Vec<f32>,
+    /// The f32 (or widened) weights packed for our GEMM on this CPU.
+    pub packed: Option<PackedWeights>,
 }
 
 /// Prepares a node whose W is constant; declines otherwise. Nothing here is
 /// validated: the run checks every input and attribute as it would without
 /// preparation, and the prepared state only replaces work, never a check.
-pub fn prepare(_ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> Option<Box<NodeState>> {
+pub fn prepare(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> Option<Box<NodeState>> {
     let w = inputs.get(1).copied().flatten()?;
-    let widened = match w.storage() {
+    let widened: Vec<f32> = match w.storage() {
         Storage::F16(a) => a.iter().map(|v| v.to_f32()).collect(),
         Storage::BF16(a) => a.iter().map(|v| v.to_f32()).collect(),
+        Storage::F32(_) => Vec::new(),
         _ => return None,
     };
-    Some(Box::new(Prepared { widened }))
+    let weights: &[f32] = match w.storage() {
+        Storage::F32(a) => a.as_slice()?,
+        _ => &widened,
+    };
+    let packed = pack(ctx, w.shape(), weights);
+    if widened.is_empty() && packed.is_none() {
+        return None;
+    }
+    Some(Box::new(Prepared { widened, packed }))
+}
+
+/// Packs W for the GEMM when its shape and `group` are ones the run could
+/// accept; the run checks them again and uses the packing only if it fits.
+fn pack(ctx: &KernelCtx, shape: &[usize], w: &[f32]) -> Option<PackedWeights> {
+    let isa = Isa::detect();
+    let group = usize::try_from(ctx.int_attr("group").ok()?.unwrap_or(1)).ok()?;
+    let m = *shape.first()?;
+    if isa == Isa::Portable || shape.len() < 3 || group == 0 || m == 0 || m % group != 0 {
+        return None;
+    }
+    // Packing pads each group's rows to whole row panels: with fewer than
+    // four outputs per group (depthwise, whose kernel needs no packing) it
+    // would hold several times the weights.
+    if m / group < 4 {
+        return None;
+    }
+    let kdim = w.len() / m;
+    Some(PackedWeights::new(m, group, kdim, w, isa))
 }
 
 /// The node's prepared state, when it has one.
