@@ -96,7 +96,10 @@ fn an_initializer_a_node_overwrites_is_not_prepared() {
         m.graph.initializers = vec![
             ("w0".into(), w0.clone()),
             ("delta".into(), delta.clone()),
-            ("w".into(), Tensor::from_vec(&[8, 1, 2, 2], vec![100f32; 32])),
+            (
+                "w".into(),
+                Tensor::from_vec(&[8, 1, 2, 2], vec![100f32; 32]),
+            ),
         ];
         m
     };
