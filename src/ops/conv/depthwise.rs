@@ -110,6 +110,21 @@ fn fill<T: Copy>(out: &mut [MaybeUninit<T>], v: T) -> &mut [T] {
     unsafe { &mut *(out as *mut [MaybeUninit<T>] as *mut [T]) }
 }
 
+/// The input plane and the kernel output plane `plane` (image n, output
+/// channel m, in output order) reads: the one input channel of m's group,
+/// and m's kernel taps.
+fn plane_operands<'a, T>(g: &Geometry, x: &'a [T], w: &'a [T], plane: usize) -> (&'a [T], &'a [T]) {
+    let in_plane = g.in_spatial[0] * g.in_spatial[1];
+    let taps = g.kernel[0] * g.kernel[1];
+    let mg = g.out_channels / g.group;
+    let (n, m) = (plane / g.out_channels, plane % g.out_channels);
+    let c = n * g.in_channels + m / mg;
+    (
+        &x[c * in_plane..(c + 1) * in_plane],
+        &w[m * taps..(m + 1) * taps],
+    )
+}
+
 /// Padded row width of the depthwise row kernel: every load of 16 lanes
 /// stays inside it. Dilation and padding make it large, not the input.
 pub(super) fn padded_row_width(g: &Geometry) -> usize {
@@ -148,11 +163,7 @@ pub(super) unsafe fn depthwise_plane_rows(
     let (kh, kw) = (g.kernel[0], g.kernel[1]);
     let (dh, dw) = (g.dilations[0], g.dilations[1]);
     let (ph, pw) = (g.pads_begin[0], g.pads_begin[1]);
-    let mg = g.out_channels / g.group;
-    let (n, m) = (plane / g.out_channels, plane % g.out_channels);
-    let c = m / mg;
-    let xc = &x[(n * g.in_channels + c) * ih * iw..(n * g.in_channels + c + 1) * ih * iw];
-    let wm = &w[m * kh * kw..(m + 1) * kh * kw];
+    let (xc, wm) = plane_operands(g, x, w, plane);
     let pwid = padded_row_width(g);
     thread_local! {
         static PADDED: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -281,11 +292,7 @@ pub(super) unsafe fn depthwise_plane_fma(
     let (kh, kw) = (g.kernel[0], g.kernel[1]);
     let (dh, dw) = (g.dilations[0], g.dilations[1]);
     let (ph, pw) = (g.pads_begin[0], g.pads_begin[1]);
-    let mg = g.out_channels / g.group;
-    let (n, m) = (plane / g.out_channels, plane % g.out_channels);
-    let c = m / mg;
-    let xc = &x[(n * g.in_channels + c) * ih * iw..(n * g.in_channels + c + 1) * ih * iw];
-    let wm = &w[m * kh * kw..(m + 1) * kh * kw];
+    let (xc, wm) = plane_operands(g, x, w, plane);
     assert_eq!(out.len(), oh * ow);
     let p = Plane {
         x: xc.as_ptr(),
@@ -451,11 +458,7 @@ pub(super) fn depthwise_plane<T: Real>(
     let (sh, sw) = (g.strides[0], g.strides[1]);
     let (dh, dw) = (g.dilations[0], g.dilations[1]);
     let (ph, pw) = (g.pads_begin[0], g.pads_begin[1]);
-    let mg = g.out_channels / g.group;
-    let (n, m) = (plane / g.out_channels, plane % g.out_channels);
-    let c = m / mg;
-    let xc = &x[(n * g.in_channels + c) * ih * iw..(n * g.in_channels + c + 1) * ih * iw];
-    let wm = &w[m * kh * kw..(m + 1) * kh * kw];
+    let (xc, wm) = plane_operands(g, x, w, plane);
     for ky in 0..kh {
         for kx in 0..kw {
             let wv = wm[ky * kw + kx];
