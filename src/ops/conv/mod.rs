@@ -49,6 +49,7 @@ use rayon::prelude::*;
 use std::borrow::Cow;
 
 mod depthwise;
+mod direct;
 mod geometry;
 mod im2col;
 mod im2col_gemm;
@@ -63,7 +64,7 @@ use depthwise::*;
 use geometry::*;
 pub use geometry::{geometry, AutoPad, ConvAttrs, Geometry};
 use im2col_gemm::*;
-use packing::PackedWeights;
+use packing::{DirectWeights, PackedWeights};
 use pointwise::*;
 pub use prepared::prepare;
 
@@ -119,13 +120,16 @@ pub fn run(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
     let widened_w = prepared
         .map(|p| p.widened.as_slice())
         .filter(|v| !v.is_empty());
-    let packed = prepared.and_then(|p| p.packed.as_ref());
+    let packs = Packs {
+        gemm: prepared.and_then(|p| p.packed.as_ref()),
+        direct: prepared.and_then(|p| p.direct.as_ref()),
+    };
     let out = match (x.storage(), w.storage()) {
         (Storage::F32(xa), Storage::F32(wa)) => {
             let bias = b
                 .and_then(|t| t.array::<f32>())
                 .map(|a| a.iter().copied().collect::<Vec<_>>());
-            let y = conv_prepacked(&g, slice(xa)?, slice(wa)?, bias.as_deref(), scratch, packed);
+            let y = conv_prepacked(&g, slice(xa)?, slice(wa)?, bias.as_deref(), scratch, packs);
             wrap(Storage::F32(reshape(y, shape)?))?
         }
         (Storage::F64(xa), Storage::F64(wa)) => {
@@ -139,7 +143,7 @@ pub fn run(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
             let widen = |a: &ArrayD<f16>| a.iter().map(|v| v.to_f32()).collect::<Vec<_>>();
             let bias = b.and_then(|t| t.array::<f16>()).map(widen);
             let w = widened_w.map_or_else(|| widen(wa).into(), Cow::Borrowed);
-            let y = conv_prepacked(&g, &widen(xa), &w, bias.as_deref(), scratch, packed);
+            let y = conv_prepacked(&g, &widen(xa), &w, bias.as_deref(), scratch, packs);
             wrap(Storage::F16(reshape(
                 y.into_iter().map(f16::from_f32).collect(),
                 shape,
@@ -149,7 +153,7 @@ pub fn run(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
             let widen = |a: &ArrayD<bf16>| a.iter().map(|v| v.to_f32()).collect::<Vec<_>>();
             let bias = b.and_then(|t| t.array::<bf16>()).map(widen);
             let w = widened_w.map_or_else(|| widen(wa).into(), Cow::Borrowed);
-            let y = conv_prepacked(&g, &widen(xa), &w, bias.as_deref(), scratch, packed);
+            let y = conv_prepacked(&g, &widen(xa), &w, bias.as_deref(), scratch, packs);
             wrap(Storage::BF16(reshape(
                 y.into_iter().map(bf16::from_f32).collect(),
                 shape,
@@ -218,8 +222,15 @@ pub(crate) enum KernelPath {
     Auto,
     /// Our kernels for AVX-512F (`sgemm.rs`, the depthwise kernels).
     Avx512,
-    /// Our kernels for AVX2 with FMA.
+    /// Our kernels for AVX2 with FMA, with im2col and GEMM where `Auto`
+    /// may pick the direct kernel.
     Avx2,
+    /// The direct kernel for AVX2 with FMA wherever it can run (f32, not
+    /// 1x1 or depthwise, the buffer within the scratch limit), whatever its
+    /// speed; `Avx2` elsewhere.
+    DirectAvx2,
+    /// The same for AVX-512F; `Avx512` elsewhere.
+    DirectAvx512,
     /// The `gemm` crate and the plain depthwise loops.
     Portable,
 }
@@ -229,8 +240,8 @@ impl KernelPath {
     fn isa(self) -> Isa {
         let forced = match self {
             KernelPath::Auto => return Isa::detect(),
-            KernelPath::Avx512 => Isa::Avx512,
-            KernelPath::Avx2 => Isa::Avx2,
+            KernelPath::Avx512 | KernelPath::DirectAvx512 => Isa::Avx512,
+            KernelPath::Avx2 | KernelPath::DirectAvx2 => Isa::Avx2,
             KernelPath::Portable => return Isa::Portable,
         };
         // Running kernels the CPU lacks would be undefined behaviour.
@@ -251,31 +262,56 @@ pub fn conv<T: Real>(
     bias: Option<&[T]>,
     scratch_bytes: usize,
 ) -> Vec<T> {
-    conv_on(g, x, w, bias, scratch_bytes, KernelPath::Auto, None)
+    conv_on(
+        g,
+        x,
+        w,
+        bias,
+        scratch_bytes,
+        KernelPath::Auto,
+        Packs::default(),
+    )
 }
 
-/// [`conv`] with weights packed ahead (`prepared.rs`), used when they were
-/// packed for this geometry and this CPU's kernels.
+/// [`conv`] with weights packed ahead (`prepared.rs`), each used when it
+/// was packed for this geometry and this CPU's kernels.
 fn conv_prepacked(
     g: &Geometry,
     x: &[f32],
     w: &[f32],
     bias: Option<&[f32]>,
     scratch_bytes: usize,
-    packed: Option<&PackedWeights>,
+    packs: Packs,
 ) -> Vec<f32> {
     let kdim = g.in_channels / g.group * g.kernel_size();
     let isa = Isa::detect();
-    let packed = packed.filter(|p| p.fits(g.out_channels, g.group, kdim, isa));
-    conv_on(g, x, w, bias, scratch_bytes, KernelPath::Auto, packed)
+    let packs = Packs {
+        gemm: packs
+            .gemm
+            .filter(|p| p.fits(g.out_channels, g.group, kdim, isa)),
+        direct: packs
+            .direct
+            .filter(|p| p.fits(g.out_channels, g.group, kdim)),
+    };
+    conv_on(g, x, w, bias, scratch_bytes, KernelPath::Auto, packs)
 }
+
+/// Weights packed ahead for the f32 kernels, each built from the same `w`
+/// for the same geometry (`fits`); the ones missing are packed per call.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Packs<'a> {
+    /// For the GEMM of the instruction set the call runs on.
+    pub gemm: Option<&'a PackedWeights>,
+    /// For the direct kernel.
+    pub direct: Option<&'a DirectWeights>,
+}
+
+/// The largest share of computed positions the direct kernel may drop
+/// (`direct::Layout::waste`) and still be picked.
+const DIRECT_MAX_WASTE: f64 = 1.25;
 
 /// [`conv`] on the kernels `path` names. The choice is made once here and
 /// passed down, so the per-tile GEMM calls pay nothing for it.
-///
-/// `prepacked`: `w` already packed for these kernels (f32 only; it must
-/// have been built from the same `w`, for `g` and `path`'s instruction
-/// set), used instead of packing it again; None packs per call.
 pub(crate) fn conv_on<T: Real>(
     g: &Geometry,
     x: &[T],
@@ -283,15 +319,16 @@ pub(crate) fn conv_on<T: Real>(
     bias: Option<&[T]>,
     scratch_bytes: usize,
     path: KernelPath,
-    prepacked: Option<&PackedWeights>,
+    packs: Packs,
 ) -> Vec<T> {
     let isa = path.isa();
-    debug_assert!(prepacked.is_none_or(|p| p.fits(
-        g.out_channels,
-        g.group,
-        g.in_channels / g.group * g.kernel_size(),
-        isa
-    )));
+    let kdim = g.in_channels / g.group * g.kernel_size();
+    debug_assert!(packs
+        .gemm
+        .is_none_or(|p| p.fits(g.out_channels, g.group, kdim, isa)));
+    debug_assert!(packs
+        .direct
+        .is_none_or(|p| p.fits(g.out_channels, g.group, kdim)));
     let os = g.out_size();
     let planes = g.batch * g.out_channels;
     let tile_bytes = TILE_BYTES.min(scratch_bytes);
@@ -306,6 +343,39 @@ pub(crate) fn conv_on<T: Real>(
         // SAFETY: depthwise_2d wrote all planes * os elements.
         unsafe { y.set_len(planes * os) };
         return y;
+    }
+    let is_f32 = std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>();
+    if is_f32 && os > 0 && planes > 0 && !g.is_pointwise() {
+        if let Some(layout) = direct_layout(g, path, scratch_bytes) {
+            // SAFETY: T is f32 (checked above), so the slices have that type.
+            let (xf, wf, bf) = unsafe {
+                (
+                    std::slice::from_raw_parts(x.as_ptr() as *const f32, x.len()),
+                    std::slice::from_raw_parts(w.as_ptr() as *const f32, w.len()),
+                    bias.map(|b| std::slice::from_raw_parts(b.as_ptr() as *const f32, b.len())),
+                )
+            };
+            let packed;
+            let dw = match packs.direct {
+                Some(p) => p,
+                None => {
+                    packed = DirectWeights::new(g.out_channels, g.group, kdim, wf);
+                    &packed
+                }
+            };
+            let mut y = Vec::<T>::with_capacity(planes * os);
+            // SAFETY: T is f32; the spare capacity is planes * os elements.
+            let out = unsafe {
+                std::slice::from_raw_parts_mut(
+                    y.as_mut_ptr() as *mut std::mem::MaybeUninit<f32>,
+                    planes * os,
+                )
+            };
+            rayon::scope(|_| direct::conv_direct(g, &layout, xf, dw, bf, out, isa));
+            // SAFETY: conv_direct wrote all planes * os elements.
+            unsafe { y.set_len(planes * os) };
+            return y;
+        }
     }
     // Each output plane starts as its bias (or zero), written in one pass:
     // a zeroed allocation followed by a bias fill would touch it twice.
@@ -324,9 +394,7 @@ pub(crate) fn conv_on<T: Real>(
     rayon::scope(|_| {
         if g.is_pointwise() {
             pointwise(g, x, w, &mut y, isa);
-        } else if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
-            && isa != Isa::Portable
-        {
+        } else if is_f32 && isa != Isa::Portable {
             // SAFETY: T is f32 (checked above), so the slices have that type.
             let (xf, wf, yf) = unsafe {
                 (
@@ -335,12 +403,29 @@ pub(crate) fn conv_on<T: Real>(
                     std::slice::from_raw_parts_mut(y.as_mut_ptr() as *mut f32, y.len()),
                 )
             };
-            im2col_gemm_packed(g, xf, wf, yf, tile_bytes, isa, prepacked);
+            im2col_gemm_packed(g, xf, wf, yf, tile_bytes, isa, packs.gemm);
         } else {
             im2col_gemm(g, x, w, &mut y, tile_bytes, isa);
         }
     });
     y
+}
+
+/// The direct kernel's layout when `path` runs it for `g` (f32, neither 1x1
+/// nor depthwise, checked by the caller): forced by the `Direct` paths, or
+/// picked by `Auto` on AVX-512 or AVX2 when few computed positions are
+/// dropped and enough output channels fill its register tile. Its buffer
+/// must fit the scratch limit either way.
+fn direct_layout(g: &Geometry, path: KernelPath, scratch_bytes: usize) -> Option<direct::Layout> {
+    let forced = matches!(path, KernelPath::DirectAvx2 | KernelPath::DirectAvx512);
+    let auto = path == KernelPath::Auto && Isa::detect() != Isa::Portable;
+    if !(forced || auto) {
+        return None;
+    }
+    let layout = direct::Layout::new(g);
+    let fits = layout.bytes() <= scratch_bytes;
+    let pays = g.out_channels / g.group >= direct::OCB && layout.waste(g) <= DIRECT_MAX_WASTE;
+    (fits && (forced || pays)).then_some(layout)
 }
 
 pub(super) fn threads() -> usize {

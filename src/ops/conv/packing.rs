@@ -58,3 +58,55 @@ impl PackedWeights {
         &self.groups[gi]
     }
 }
+
+/// Conv weights in the direct kernel's order (`direct.rs`): per group, per
+/// block of `direct::OCB` output channels, each (input channel, tap) entry
+/// as OCB consecutive values, output channels past the group's end zero.
+pub(crate) struct DirectWeights {
+    out_channels: usize,
+    group: usize,
+    kdim: usize,
+    blocks: usize,
+    data: Vec<f32>,
+}
+
+impl DirectWeights {
+    /// Packs `w` (`out_channels` rows of `kdim` values, `group` consecutive
+    /// blocks of rows).
+    pub(crate) fn new(out_channels: usize, group: usize, kdim: usize, w: &[f32]) -> DirectWeights {
+        use super::direct::OCB;
+        assert!(group > 0 && out_channels.is_multiple_of(group));
+        assert!(w.len() >= out_channels * kdim);
+        let mg = out_channels / group;
+        let blocks = mg.div_ceil(OCB);
+        let mut data = vec![0f32; group * blocks * kdim * OCB];
+        for gi in 0..group {
+            for oc in 0..mg {
+                let (b, o) = (oc / OCB, oc % OCB);
+                let src = &w[(gi * mg + oc) * kdim..][..kdim];
+                let dst = &mut data[(gi * blocks + b) * kdim * OCB..][..kdim * OCB];
+                for (j, &v) in src.iter().enumerate() {
+                    dst[j * OCB + o] = v;
+                }
+            }
+        }
+        DirectWeights {
+            out_channels,
+            group,
+            kdim,
+            blocks,
+            data,
+        }
+    }
+
+    /// True when these weights were packed for this shape.
+    pub(crate) fn fits(&self, out_channels: usize, group: usize, kdim: usize) -> bool {
+        (self.out_channels, self.group, self.kdim) == (out_channels, group, kdim)
+    }
+
+    /// Block `b` of group `gi`: `kdim` entries of OCB values.
+    pub(crate) fn block(&self, gi: usize, b: usize) -> &[f32] {
+        use super::direct::OCB;
+        &self.data[(gi * self.blocks + b) * self.kdim * OCB..][..self.kdim * OCB]
+    }
+}

@@ -13,6 +13,8 @@ pub(crate) struct Prepared {
     pub widened: Vec<f32>,
     /// The f32 (or widened) weights packed for our GEMM on this CPU.
     pub packed: Option<PackedWeights>,
+    /// The same for the direct kernel, when the run may take it.
+    pub direct: Option<DirectWeights>,
 }
 
 /// Prepares a node whose W is constant; declines otherwise. Nothing here is
@@ -30,16 +32,33 @@ pub fn prepare(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> Option<Box<NodeSt
         Storage::F32(a) => a.as_slice()?,
         _ => &widened,
     };
-    let packed = pack(ctx, w.shape(), weights);
-    if widened.is_empty() && packed.is_none() {
+    let (packed, direct) = match pack(ctx, w.shape(), weights) {
+        Some(Pack::Gemm(p)) => (Some(p), None),
+        Some(Pack::Direct(p)) => (None, Some(p)),
+        None => (None, None),
+    };
+    if widened.is_empty() && packed.is_none() && direct.is_none() {
         return None;
     }
-    Some(Box::new(Prepared { widened, packed }))
+    Some(Box::new(Prepared {
+        widened,
+        packed,
+        direct,
+    }))
 }
 
-/// Packs W for the GEMM when its shape and `group` are ones the run could
-/// accept; the run checks them again and uses the packing only if it fits.
-fn pack(ctx: &KernelCtx, shape: &[usize], w: &[f32]) -> Option<PackedWeights> {
+/// Weights packed for one of the f32 paths.
+enum Pack {
+    Gemm(PackedWeights),
+    Direct(DirectWeights),
+}
+
+/// Packs W for the path the run will most likely take (the input's shape is
+/// not known yet): the direct kernel for kernels larger than 1x1,
+/// the GEMM otherwise, when its shape and `group` are ones the run could
+/// accept. The run checks them again and uses the packing only if it fits,
+/// packing per call otherwise.
+fn pack(ctx: &KernelCtx, shape: &[usize], w: &[f32]) -> Option<Pack> {
     let isa = Isa::detect();
     let group = usize::try_from(ctx.int_attr("group").ok()?.unwrap_or(1)).ok()?;
     let m = *shape.first()?;
@@ -53,7 +72,11 @@ fn pack(ctx: &KernelCtx, shape: &[usize], w: &[f32]) -> Option<PackedWeights> {
         return None;
     }
     let kdim = w.len() / m;
-    Some(PackedWeights::new(m, group, kdim, w, isa))
+    let taps: usize = shape[2..].iter().product();
+    if taps > 1 {
+        return Some(Pack::Direct(DirectWeights::new(m, group, kdim, w)));
+    }
+    Some(Pack::Gemm(PackedWeights::new(m, group, kdim, w, isa)))
 }
 
 /// The node's prepared state, when it has one.

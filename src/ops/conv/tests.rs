@@ -170,8 +170,16 @@ fn check_against_reference(
     let n = g.in_channels / g.group * g.kernel_size() + 1;
     let narrow = |v: &[f64]| v.iter().map(|&a| a as f32).collect::<Vec<_>>();
     let (x32, w32, b32) = (narrow(x), narrow(w), b.map(narrow));
-    let got32 = conv_on(g, &x32, &w32, b32.as_deref(), scratch, path, None);
-    let got64 = conv_on(g, x, w, b, scratch, path, None);
+    let got32 = conv_on(
+        g,
+        &x32,
+        &w32,
+        b32.as_deref(),
+        scratch,
+        path,
+        Packs::default(),
+    );
+    let got64 = conv_on(g, x, w, b, scratch, path, Packs::default());
     // Weights packed ahead of the call change where they come from, not
     // the arithmetic: the same bits.
     let kdim = g.in_channels / g.group * g.kernel_size();
@@ -183,7 +191,10 @@ fn check_against_reference(
         b32.as_deref(),
         scratch,
         path,
-        Some(&prepacked),
+        Packs {
+            gemm: Some(&prepacked),
+            direct: Some(&DirectWeights::new(g.out_channels, g.group, kdim, &w32)),
+        },
     );
     assert!(
         got32
@@ -379,6 +390,19 @@ fn avx2_kernels_meet_the_rounding_bound() {
     check_path(KernelPath::Avx2);
 }
 
+/// The direct kernels on every geometry they can run, likewise.
+#[test]
+#[cfg_attr(no_avx2, ignore = "this CPU has no AVX2 with FMA")]
+fn direct_avx2_kernel_meets_the_rounding_bound() {
+    check_path(KernelPath::DirectAvx2);
+}
+
+#[test]
+#[cfg_attr(no_avx512, ignore = "this CPU has no AVX-512F")]
+fn direct_avx512_kernel_meets_the_rounding_bound() {
+    check_path(KernelPath::DirectAvx512);
+}
+
 /// Depthwise taps that fall in the padding are skipped, not multiplied by
 /// zero: an infinite weight leaves the outputs it never reaches finite.
 /// (The AVX-512 row kernel multiplies padding zeros, as its contract says.)
@@ -404,7 +428,7 @@ fn depthwise_padding_taps_are_skipped() {
         paths.push(KernelPath::Avx2);
     }
     for path in paths {
-        let got = conv_on(&g, &x, &w, None, TILE_BYTES, path, None);
+        let got = conv_on(&g, &x, &w, None, TILE_BYTES, path, Packs::default());
         for (i, (&a, &b)) in got.iter().zip(&want).enumerate() {
             let same = if b.is_finite() {
                 (a as f64 - b).abs() <= 1e-4 * b.abs().max(1.0)
