@@ -25,18 +25,18 @@
 use super::packing::DirectWeights;
 use super::*;
 use crate::ops::sgemm::Isa;
+use std::mem::MaybeUninit;
 
 /// Output channels per register tile (and per packed weight block).
 pub(crate) const OCB: usize = 4;
 /// The most f32 lanes of a vector (AVX-512's 16).
 const MAX_LANES: usize = 16;
-/// Packed weight bytes one chunk of the reduction may span across the
-/// blocks of an item, so that they stay in L2.
-const CHUNK_WEIGHT_BYTES: usize = 256 << 10;
 /// Input bytes one tile may read in one chunk of the reduction, so that
 /// they stay in L1 while every block of the item runs over them (half of a
 /// 32 KiB L1, leaving room for the weights streaming past).
 const CHUNK_INPUT_BYTES: usize = 16 << 10;
+/// Packed weights of a group that L2 holds whole, with room to spare.
+const ITEM_WEIGHT_BYTES: usize = 512 << 10;
 
 /// Where one image's input goes in the phase-split buffer, and how each
 /// tap reads it.
@@ -149,21 +149,32 @@ pub(super) fn conv_direct(
     let vectors = layout.positions.div_ceil(lanes);
     let tiles = vectors.div_ceil(vecs_per_tile);
     let tile_start = |t: usize| (t * vectors / tiles * lanes).min(layout.positions);
-    // Work items: one tile times a range of blocks, at least eight per
-    // thread when the image allows it, so both cores stay busy to the end.
-    let block_items = (8 * threads())
-        .div_ceil(tiles * g.group)
-        .clamp(1, blocks.max(1));
-    let bc = blocks.div_ceil(block_items);
-    let block_items = blocks.div_ceil(bc);
     // Chunks of whole input channels, bounded by what one tile reads of
-    // them and by the weights all blocks of an item read.
+    // them.
     let taps = layout.taps.len();
     let per_channel = layout.footprint(g, lanes * vecs_per_tile) * 4;
-    let channels = (CHUNK_INPUT_BYTES / per_channel)
-        .min(CHUNK_WEIGHT_BYTES / (bc * OCB * 4 * taps).max(1))
-        .clamp(1, cg.max(1));
+    let channels = (CHUNK_INPUT_BYTES / per_channel).clamp(1, cg.max(1));
     let chunk = (channels * taps).max(1);
+    // Work items: a range of tiles times a range of blocks, about eight per
+    // thread (so both cores stay busy to the end without many small
+    // items). Within an item a tile's chunk of input stays in L1 while every
+    // block runs over it, and a chunk of the blocks' weights stays in L2
+    // while every tile runs over it. Weights that fit L2 whole are split
+    // along the tiles first; larger ones along the blocks, so that each
+    // item reads its share from memory once rather than once per tile.
+    let want = 8 * threads();
+    let weight_bytes = blocks * OCB * kdim * 4;
+    let (tile_items, block_items) = if weight_bytes <= ITEM_WEIGHT_BYTES {
+        let tile_items = want.div_ceil(g.group).clamp(1, tiles);
+        let block_items = want.div_ceil(tile_items * g.group).clamp(1, blocks.max(1));
+        (tile_items, block_items)
+    } else {
+        let block_items = want.div_ceil(g.group).clamp(1, blocks.max(1));
+        let tile_items = want.div_ceil(block_items * g.group).clamp(1, tiles);
+        (tile_items, block_items)
+    };
+    let (tr, bc) = (tiles.div_ceil(tile_items), blocks.div_ceil(block_items));
+    let (tile_items, block_items) = (tiles.div_ceil(tr), blocks.div_ceil(bc));
     // Each (channel, tap) of a group, as a shift from the group's first
     // channel.
     let shifts: Vec<usize> = (0..cg)
@@ -171,91 +182,200 @@ pub(super) fn conv_direct(
         .collect();
     let os = g.out_size();
     let yp = SendPtr(y.as_mut_ptr() as *mut f32);
-    let mut buf = vec![0f32; layout.len];
+    let mut buf: Vec<f32> = Vec::with_capacity(layout.len);
     for n in 0..g.batch {
         let image = &x[n * g.in_channels * g.in_size()..(n + 1) * g.in_channels * g.in_size()];
-        if !image.is_empty() {
-            fill(g, layout, image, &mut buf);
-        }
+        buf.clear();
+        fill(
+            g,
+            layout,
+            image,
+            &mut buf.spare_capacity_mut()[..layout.len],
+        );
+        // SAFETY: `fill` wrote all `layout.len` elements.
+        unsafe { buf.set_len(layout.len) };
         let buf = &buf;
-        let items = g.group * block_items * tiles;
+        let items = g.group * block_items * tile_items;
         (0..items).into_par_iter().with_max_len(1).for_each(|item| {
-            let t = item % tiles;
-            let bi = (item / tiles) % block_items;
-            let gi = item / tiles / block_items;
+            let ti = item % tile_items;
+            let bi = (item / tile_items) % block_items;
+            let gi = item / tile_items / block_items;
             let (b0, b1) = (bi * bc, ((bi + 1) * bc).min(blocks));
-            let (p0, p1) = (tile_start(t), tile_start(t + 1));
-            let ld = (p1 - p0).next_multiple_of(lanes);
-            let vecs = ld / lanes;
-            let mut acc = vec![0f32; (b1 - b0) * OCB * ld];
+            // The item's tiles: first position, vectors, output segments.
+            let item_tiles: Vec<(usize, usize, Vec<Segment>)> = (ti * tr
+                ..((ti + 1) * tr).min(tiles))
+                .map(|t| {
+                    let (p0, p1) = (tile_start(t), tile_start(t + 1));
+                    let vecs = (p1 - p0).div_ceil(lanes);
+                    (p0, vecs, segments(g, layout, p0, p1, lanes))
+                })
+                .collect();
+            let ld = lanes * vecs_per_tile;
+            // Partial sums between chunks, when there is more than one.
+            let mut acc: Vec<f32> = Vec::new();
+            if chunk < kdim {
+                acc.reserve_exact((b1 - b0) * item_tiles.len() * OCB * ld);
+            }
+            let accp = acc.as_mut_ptr();
             let xg = buf[gi * cg * layout.chan..].as_ptr();
             for k0 in (0..kdim).step_by(chunk) {
                 let k1 = (k0 + chunk).min(kdim);
-                for b in b0..b1 {
-                    let first = (k0 == 0).then(|| {
-                        std::array::from_fn(|o| {
-                            let oc = b * OCB + o;
-                            match bias {
-                                Some(bias) if oc < mg => bias[gi * mg + oc],
-                                _ => 0.0,
+                for (t, (p0, vecs, segs)) in item_tiles.iter().enumerate() {
+                    for b in b0..b1 {
+                        let partial =
+                            accp.wrapping_add(((b - b0) * item_tiles.len() + t) * OCB * ld);
+                        let from = if k0 == 0 {
+                            From::Bias(std::array::from_fn(|o| {
+                                let oc = b * OCB + o;
+                                match bias {
+                                    Some(bias) if oc < mg => bias[gi * mg + oc],
+                                    _ => 0.0,
+                                }
+                            }))
+                        } else {
+                            From::Partial(partial, ld)
+                        };
+                        let to = if k1 == kdim {
+                            To::Planes(
+                                std::array::from_fn(|o| {
+                                    let oc = b * OCB + o;
+                                    (oc < mg).then(|| {
+                                        yp.get()
+                                            .wrapping_add((n * g.out_channels + gi * mg + oc) * os)
+                                    })
+                                }),
+                                segs,
+                            )
+                        } else {
+                            To::Partial(partial, ld)
+                        };
+                        let wb = w.block(gi, b)[k0 * OCB..].as_ptr();
+                        // SAFETY: the CPU has `isa` (asserted above); every
+                        // shift plus the tile's vectors stays inside the
+                        // buffer (`Layout::len` covers the last channel's
+                        // reach), the weights hold `kdim` entries of OCB per
+                        // block; `acc` holds OCB rows of `ld` per block and
+                        // tile, written by a chunk before the next reads
+                        // them; this item alone writes its output channels
+                        // at its positions (`segs`).
+                        unsafe {
+                            let xs = xg.add(*p0);
+                            let s = &shifts[k0..k1];
+                            match (isa, vecs) {
+                                (Isa::Avx512, 6) => tile512::<6>(xs, s, wb, from, to),
+                                (Isa::Avx512, 5) => tile512::<5>(xs, s, wb, from, to),
+                                (Isa::Avx512, 4) => tile512::<4>(xs, s, wb, from, to),
+                                (Isa::Avx512, 3) => tile512::<3>(xs, s, wb, from, to),
+                                (Isa::Avx512, 2) => tile512::<2>(xs, s, wb, from, to),
+                                (Isa::Avx512, _) => tile512::<1>(xs, s, wb, from, to),
+                                (_, 3) => tile256::<3>(xs, s, wb, from, to),
+                                (_, 2) => tile256::<2>(xs, s, wb, from, to),
+                                _ => tile256::<1>(xs, s, wb, from, to),
                             }
-                        })
-                    });
-                    let out = acc[(b - b0) * OCB * ld..].as_mut_ptr();
-                    let wb = w.block(gi, b)[k0 * OCB..].as_ptr();
-                    // SAFETY: the CPU has `isa` (asserted above); every
-                    // shift plus the tile's vectors stays inside the buffer
-                    // (`Layout::len` covers the last channel's reach), the
-                    // weights hold `kdim` entries of OCB per block, and
-                    // `acc` holds OCB rows of `ld` from `out`.
-                    unsafe {
-                        let xs = xg.add(p0);
-                        let s = &shifts[k0..k1];
-                        match (isa, vecs) {
-                            (Isa::Avx512, 6) => tile512::<6>(xs, s, wb, out, ld, first),
-                            (Isa::Avx512, 5) => tile512::<5>(xs, s, wb, out, ld, first),
-                            (Isa::Avx512, 4) => tile512::<4>(xs, s, wb, out, ld, first),
-                            (Isa::Avx512, 3) => tile512::<3>(xs, s, wb, out, ld, first),
-                            (Isa::Avx512, 2) => tile512::<2>(xs, s, wb, out, ld, first),
-                            (Isa::Avx512, _) => tile512::<1>(xs, s, wb, out, ld, first),
-                            (_, 3) => tile256::<3>(xs, s, wb, out, ld, first),
-                            (_, 2) => tile256::<2>(xs, s, wb, out, ld, first),
-                            _ => tile256::<1>(xs, s, wb, out, ld, first),
                         }
                     }
-                }
-            }
-            for b in b0..b1 {
-                for o in 0..OCB {
-                    let oc = b * OCB + o;
-                    if oc >= mg {
-                        break;
-                    }
-                    let row = &acc[((b - b0) * OCB + o) * ld..][..p1 - p0];
-                    let plane = (n * g.out_channels + gi * mg + oc) * os;
-                    // SAFETY: this item owns output channel oc's positions
-                    // p0..p1 of image n; `place` writes only those.
-                    unsafe { place(g, layout, row, p0, yp.get().add(plane)) };
                 }
             }
         });
     }
 }
 
-/// Copies one image into the zero-initialised phase-split buffer: only the
-/// input's own elements are written, the padding stays zero.
-fn fill(g: &Geometry, layout: &Layout, image: &[f32], buf: &mut [f32]) {
+/// Where a tile's sums start.
+#[derive(Clone, Copy)]
+enum From {
+    /// The block's biases (the first chunk).
+    Bias([f32; OCB]),
+    /// OCB rows `ld` apart of partial sums (an earlier chunk).
+    Partial(*mut f32, usize),
+}
+
+/// Where a tile's sums go.
+#[derive(Clone, Copy)]
+enum To<'a> {
+    /// OCB rows `ld` apart, for the next chunk.
+    Partial(*mut f32, usize),
+    /// The output planes of the block's channels (None past the group's
+    /// end), at the tile's segments.
+    Planes([Option<*mut f32>; OCB], &'a [Segment]),
+}
+
+/// A run of lanes of one vector of a tile that lands in one output row:
+/// lanes `lanes` (a bit mask) of vector `vec` go to the plane at `offset`
+/// plus the lane index.
+#[derive(Clone, Copy, Debug)]
+struct Segment {
+    vec: usize,
+    lanes: u16,
+    offset: isize,
+}
+
+/// The segments of the tile of positions `p0..p1`, vectors of `lanes`:
+/// each run of positions within one grid row, cut to the output's extent,
+/// and none for the rows outside the output.
+fn segments(g: &Geometry, layout: &Layout, p0: usize, p1: usize, lanes: usize) -> Vec<Segment> {
+    let d = g.out_spatial.len();
+    let (ql, ol) = (layout.q[d - 1], g.out_spatial[d - 1]);
+    let mut segs = Vec::new();
+    let mut p = p0;
+    while p < p1 {
+        let (vec, lane) = ((p - p0) / lanes, (p - p0) % lanes);
+        let (r, x) = (p / ql, p % ql);
+        let run = (ql - x).min(lanes - lane).min(p1 - p);
+        if let Some(out_row) = output_row(g, layout, r) {
+            if x < ol {
+                let valid = run.min(ol - x);
+                let mask = (((1u32 << valid) - 1) << lane) as u16;
+                let offset = (out_row * ol + x) as isize - lane as isize;
+                segs.push(Segment {
+                    vec,
+                    lanes: mask,
+                    offset,
+                });
+            }
+        }
+        p += run;
+    }
+    segs
+}
+
+/// The output row (all axes but the last, row-major) of grid row `r`, or
+/// None when one of its inner coordinates lies past the output.
+fn output_row(g: &Geometry, layout: &Layout, r: usize) -> Option<usize> {
+    let d = g.out_spatial.len();
+    let (mut rest, mut out_row, mut scale) = (r, 0, 1);
+    for a in (0..d - 1).rev() {
+        let c = if a == 0 { rest } else { rest % layout.q[a] };
+        rest = if a == 0 { 0 } else { rest / layout.q[a] };
+        if c >= g.out_spatial[a] {
+            return None;
+        }
+        out_row += c * scale;
+        scale *= g.out_spatial[a];
+    }
+    Some(out_row)
+}
+
+/// Copies one image into the phase-split buffer, writing every element of
+/// its channels (the padding as zeros) in parallel: no serial zeroing pass
+/// before it.
+fn fill(g: &Geometry, layout: &Layout, image: &[f32], buf: &mut [MaybeUninit<f32>]) {
     let d = g.in_spatial.len();
     let in_size = g.in_size();
     let ql = layout.q[d - 1];
     let (sl, pl, il) = (g.strides[d - 1], g.pads_begin[d - 1], g.in_spatial[d - 1]);
     let rows_per_phase: usize = layout.q[..d - 1].iter().product();
-    let phases: usize = g.strides.iter().product();
+    // Tasks of whole rows, about 16 KiB each: images of few channels (the
+    // first layer's three) still spread over every thread.
+    let rows_per_channel = layout.chan / ql;
+    let rows_per_task = (4096 / ql).max(1);
     buf[..g.in_channels * layout.chan]
-        .par_chunks_mut(layout.chan)
-        .zip(image.par_chunks(in_size.max(1)))
-        .for_each(|(dst, src)| {
-            for row in 0..phases * rows_per_phase {
+        .par_chunks_mut(ql * rows_per_task)
+        .enumerate()
+        .for_each(|(task, rows)| {
+            for (i, out) in rows.chunks_exact_mut(ql).enumerate() {
+                let global = task * rows_per_task + i;
+                let (c, row) = (global / rows_per_channel, global % rows_per_channel);
+                let src = &image[c * in_size..(c + 1) * in_size];
                 // The row's phase (mixed radix over the strides) and its
                 // coordinates in the plane (over q), axis by axis from the
                 // last but one.
@@ -278,89 +398,79 @@ fn fill(g: &Geometry, layout: &Layout, image: &[f32], buf: &mut [f32]) {
                     src_off += i as usize * src_stride;
                     src_stride *= g.in_spatial[a];
                 }
-                if !inside {
-                    continue;
-                }
-                let line = &src[src_off..src_off + il];
-                let out = &mut dst[row * ql..(row + 1) * ql];
-                if sl == 1 {
-                    // Padded index j reads input j - pl.
-                    let j0 = pl.min(ql);
-                    let j1 = (pl + il).min(ql);
-                    out[j0..j1].copy_from_slice(&line[..j1 - j0]);
-                } else {
-                    for (j, v) in out.iter_mut().enumerate() {
-                        let i = (j * sl + lphase) as isize - pl as isize;
-                        if i >= 0 && (i as usize) < il {
-                            *v = line[i as usize];
-                        }
-                    }
-                }
+                let line = inside.then(|| &src[src_off..src_off + il]);
+                write_line(out, line, sl, lphase, pl);
             }
         });
+    buf[g.in_channels * layout.chan..].fill(MaybeUninit::new(0.0));
 }
 
-/// Writes the output positions among `row` (positions `p0..` of one output
-/// channel) to that channel's plane.
-///
-/// # Safety
-/// `plane` must point to `out_size` writable elements that no other thread
-/// writes at these positions.
-unsafe fn place(g: &Geometry, layout: &Layout, row: &[f32], p0: usize, plane: *mut f32) {
-    let d = g.out_spatial.len();
-    let (ql, ol) = (layout.q[d - 1], g.out_spatial[d - 1]);
-    let p1 = p0 + row.len();
-    for r in p0 / ql..p1.div_ceil(ql) {
-        // Row r of the position grid: valid when each inner coordinate lies
-        // inside the output.
-        let (mut rest, mut out_row, mut scale) = (r, 0, 1);
-        let mut valid = true;
-        for a in (0..d - 1).rev() {
-            let extent = if a == 0 { usize::MAX } else { layout.q[a] };
-            let c = if a == 0 { rest } else { rest % extent };
-            rest = if a == 0 { 0 } else { rest / extent };
-            if c >= g.out_spatial[a] {
-                valid = false;
-                break;
-            }
-            out_row += c * scale;
-            scale *= g.out_spatial[a];
+/// One row of a phase plane: element `j` is the input line's element
+/// `j * stride + phase - pad` where that lies on the line, zero elsewhere
+/// (and everywhere when the row lies in the padding: `line` None).
+fn write_line(
+    out: &mut [MaybeUninit<f32>],
+    line: Option<&[f32]>,
+    stride: usize,
+    phase: usize,
+    pad: usize,
+) {
+    let zero = MaybeUninit::new(0.0);
+    let Some(line) = line else {
+        out.fill(zero);
+        return;
+    };
+    // The run of j whose source is on the line: j * stride + phase in
+    // pad..pad + len.
+    let len = out.len();
+    let j0 = pad.saturating_sub(phase).div_ceil(stride).min(len);
+    let j1 = (pad + line.len())
+        .saturating_sub(phase)
+        .div_ceil(stride)
+        .clamp(j0, len);
+    out[..j0].fill(zero);
+    out[j1..].fill(zero);
+    if j0 == j1 {
+        return;
+    }
+    let first = j0 * stride + phase - pad;
+    if stride == 1 {
+        for (o, &v) in out[j0..j1].iter_mut().zip(&line[first..]) {
+            *o = MaybeUninit::new(v);
         }
-        if !valid {
-            continue;
-        }
-        let j0 = p0.saturating_sub(r * ql);
-        let j1 = (p1 - r * ql).min(ol);
-        if j0 < j1 {
-            let src = &row[r * ql + j0 - p0..r * ql + j1 - p0];
-            std::ptr::copy_nonoverlapping(src.as_ptr(), plane.add(out_row * ol + j0), j1 - j0);
+    } else {
+        for (o, &v) in out[j0..j1]
+            .iter_mut()
+            .zip(line[first..].iter().step_by(stride))
+        {
+            *o = MaybeUninit::new(v);
         }
     }
 }
 
-/// One register tile: OCB output channels x `V` vectors of 8 positions.
-/// `out` holds OCB rows `ld` apart; with `first` the sums start from those
-/// biases, otherwise from what `out` holds (an earlier chunk).
+/// One register tile: OCB output channels x `V` vectors of 8 positions,
+/// starting `from` biases or partial sums and stored `to` partial sums or
+/// the output planes.
 ///
 /// # Safety
 /// AVX2 and FMA; `x + shift + V * 8` in bounds for every shift; `w` holds
-/// `shifts.len() * OCB` values.
+/// `shifts.len() * OCB` values; the partial rows hold `V * 8` values each;
+/// every segment's lanes lie inside its plane.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn tile256<const V: usize>(
     x: *const f32,
     shifts: &[usize],
     w: *const f32,
-    out: *mut f32,
-    ld: usize,
-    first: Option<[f32; OCB]>,
+    from: From,
+    to: To,
 ) {
     use std::arch::x86_64::*;
-    let mut acc: [[__m256; V]; OCB] = match first {
-        Some(bias) => std::array::from_fn(|o| [_mm256_set1_ps(bias[o]); V]),
-        None => std::array::from_fn(|o| {
-            std::array::from_fn(|v| _mm256_loadu_ps(out.add(o * ld + v * 8)))
-        }),
+    let mut acc: [[__m256; V]; OCB] = match from {
+        From::Bias(bias) => std::array::from_fn(|o| [_mm256_set1_ps(bias[o]); V]),
+        From::Partial(p, ld) => {
+            std::array::from_fn(|o| std::array::from_fn(|v| _mm256_loadu_ps(p.add(o * ld + v * 8))))
+        }
     };
     let mut wp = w;
     for &s in shifts {
@@ -374,9 +484,27 @@ unsafe fn tile256<const V: usize>(
         }
         wp = wp.add(OCB);
     }
-    for (o, row) in acc.iter().enumerate() {
-        for (v, a) in row.iter().enumerate() {
-            _mm256_storeu_ps(out.add(o * ld + v * 8), *a);
+    match to {
+        To::Partial(p, ld) => {
+            for (o, row) in acc.iter().enumerate() {
+                for (v, a) in row.iter().enumerate() {
+                    _mm256_storeu_ps(p.add(o * ld + v * 8), *a);
+                }
+            }
+        }
+        To::Planes(planes, segs) => {
+            let lane = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+            for seg in segs {
+                let bits = _mm256_set1_epi32(i32::from(seg.lanes));
+                let mask = _mm256_cmpeq_epi32(_mm256_and_si256(bits, lane), lane);
+                for (o, row) in acc.iter().enumerate() {
+                    if let Some(plane) = planes[o] {
+                        // Masked-off lanes are neither written nor checked.
+                        let dst = plane.wrapping_offset(seg.offset);
+                        _mm256_maskstore_ps(dst, mask, row[seg.vec]);
+                    }
+                }
+            }
         }
     }
 }
@@ -384,23 +512,22 @@ unsafe fn tile256<const V: usize>(
 /// [`tile256`] with vectors of 16 positions.
 ///
 /// # Safety
-/// AVX-512F; `x + shift + V * 16` in bounds for every shift; `w` holds
-/// `shifts.len() * OCB` values.
+/// AVX-512F; `x + shift + V * 16` in bounds for every shift; the rest as
+/// for [`tile256`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn tile512<const V: usize>(
     x: *const f32,
     shifts: &[usize],
     w: *const f32,
-    out: *mut f32,
-    ld: usize,
-    first: Option<[f32; OCB]>,
+    from: From,
+    to: To,
 ) {
     use std::arch::x86_64::*;
-    let mut acc: [[__m512; V]; OCB] = match first {
-        Some(bias) => std::array::from_fn(|o| [_mm512_set1_ps(bias[o]); V]),
-        None => std::array::from_fn(|o| {
-            std::array::from_fn(|v| _mm512_loadu_ps(out.add(o * ld + v * 16)))
+    let mut acc: [[__m512; V]; OCB] = match from {
+        From::Bias(bias) => std::array::from_fn(|o| [_mm512_set1_ps(bias[o]); V]),
+        From::Partial(p, ld) => std::array::from_fn(|o| {
+            std::array::from_fn(|v| _mm512_loadu_ps(p.add(o * ld + v * 16)))
         }),
     };
     let mut wp = w;
@@ -415,22 +542,30 @@ unsafe fn tile512<const V: usize>(
         }
         wp = wp.add(OCB);
     }
-    for (o, row) in acc.iter().enumerate() {
-        for (v, a) in row.iter().enumerate() {
-            _mm512_storeu_ps(out.add(o * ld + v * 16), *a);
+    match to {
+        To::Partial(p, ld) => {
+            for (o, row) in acc.iter().enumerate() {
+                for (v, a) in row.iter().enumerate() {
+                    _mm512_storeu_ps(p.add(o * ld + v * 16), *a);
+                }
+            }
+        }
+        To::Planes(planes, segs) => {
+            for seg in segs {
+                for (o, row) in acc.iter().enumerate() {
+                    if let Some(plane) = planes[o] {
+                        // Masked-off lanes are neither written nor checked.
+                        let dst = plane.wrapping_offset(seg.offset);
+                        _mm512_mask_storeu_ps(dst, seg.lanes, row[seg.vec]);
+                    }
+                }
+            }
         }
     }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn tile256<const V: usize>(
-    _: *const f32,
-    _: &[usize],
-    _: *const f32,
-    _: *mut f32,
-    _: usize,
-    _: Option<[f32; OCB]>,
-) {
+unsafe fn tile256<const V: usize>(_: *const f32, _: &[usize], _: *const f32, _: From, _: To) {
     unreachable!("the direct kernel is only chosen on x86-64")
 }
 

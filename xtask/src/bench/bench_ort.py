@@ -1,7 +1,11 @@
-# Times models with onnxruntime for `cargo xtask bench`.
-# Arguments: <json> = {"threads": N, "reps": R, "models": [{"path", "inputs": [[shape], ...]}]}
-# Prints {"times_ms": [...], "session_ms": [...], "version": ...}: the median of
-# R runs after a warm-up, and how long creating each session took.
+# Times models with onnxruntime for `cargo xtask bench`, on request, so that
+# the bench can alternate between onnxruntime and our kernels and compare
+# them in the same stretch of time (this machine's speed drifts).
+# Argument: <json> = {"threads": N, "models": [{"path", "inputs": [[shape], ...]}]}
+# First prints one line {"session_ms": [...], "version": ...}: how long
+# creating each session took. Then, for each line {"model": i, "reps": R}
+# read from stdin, runs model i once to warm up and R timed times, and
+# prints {"samples_ms": [...]}. Ends at end of input.
 import json
 import sys
 import time
@@ -17,25 +21,28 @@ def main():
     opts.inter_op_num_threads = 1
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     rng = np.random.default_rng(0)
-    times = []
     sessions = []
+    session_ms = []
     for m in config["models"]:
         t = time.perf_counter()
         sess = ort.InferenceSession(m["path"], opts, providers=["CPUExecutionProvider"])
-        sessions.append((time.perf_counter() - t) * 1e3)
+        session_ms.append((time.perf_counter() - t) * 1e3)
         feeds = {
             i.name: rng.standard_normal(shape).astype(np.float32)
             for i, shape in zip(sess.get_inputs(), m["inputs"])
         }
+        sessions.append((sess, feeds))
+    print(json.dumps({"session_ms": session_ms, "version": ort.__version__}), flush=True)
+    for line in sys.stdin:
+        request = json.loads(line)
+        sess, feeds = sessions[request["model"]]
         sess.run(None, feeds)
         samples = []
-        for _ in range(config["reps"]):
+        for _ in range(request["reps"]):
             t = time.perf_counter()
             sess.run(None, feeds)
-            samples.append(time.perf_counter() - t)
-        samples.sort()
-        times.append(samples[len(samples) // 2] * 1e3)
-    print(json.dumps({"times_ms": times, "session_ms": sessions, "version": ort.__version__}))
+            samples.append((time.perf_counter() - t) * 1e3)
+        print(json.dumps({"samples_ms": samples}), flush=True)
 
 
 if __name__ == "__main__":

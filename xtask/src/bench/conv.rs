@@ -1,15 +1,17 @@
 //! Conv against onnxruntime, on one thread and on all, as shares of the
-//! measured FMA peak.
+//! measured FMA peak. The two sides alternate in rounds per shape.
 
 use super::{median, rayon_threads, ConvFigure, Figures};
 use crate::python;
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use onnx_conformance::model::{AttrValue, Attribute, Graph, Model, Node, ValueInfo};
 use onnx_conformance::ops::conv::{geometry, ConvAttrs};
 use onnx_conformance::{proto, DataType, Limits, Tensor};
 use std::hint::black_box;
-use std::process::Command;
-use std::time::Duration;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// One Conv shape of the benchmark: (name, N, C, H, W, M, k, stride, pad, group).
 type ConvShape = (
@@ -100,6 +102,94 @@ fn conv_model(s: &ConvShape) -> (Model, Tensor) {
     (model, x)
 }
 
+/// Rounds of alternation between ours and onnxruntime per shape.
+const ROUNDS: usize = 5;
+
+fn median_of(samples: &mut [f64]) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples.get(samples.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// `bench_ort.py` running with every model's session open, timing one on
+/// request.
+struct OrtServer {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    /// Its first line: session creation times and the version.
+    hello: serde_json::Value,
+}
+
+impl OrtServer {
+    fn start(python: &Path, script: &Path, config: &serde_json::Value) -> Result<OrtServer> {
+        let mut child = Command::new(python)
+            .arg(script)
+            .arg(config.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("starting {}", script.display()))?;
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().context("no stdout")?);
+        let mut server = OrtServer {
+            child,
+            stdin,
+            stdout,
+            hello: serde_json::Value::Null,
+        };
+        server.hello = server.read().context("onnxruntime did not start")?;
+        Ok(server)
+    }
+
+    fn read(&mut self) -> Result<serde_json::Value> {
+        let mut line = String::new();
+        if self.stdout.read_line(&mut line)? == 0 {
+            bail!("bench_ort.py ended early (see its error above)");
+        }
+        serde_json::from_str(&line).with_context(|| format!("bench_ort.py printed {line:?}"))
+    }
+
+    /// `reps` timed runs of model `model`, in milliseconds.
+    fn time(&mut self, model: usize, reps: usize) -> Result<Vec<f64>> {
+        let stdin = self
+            .stdin
+            .as_mut()
+            .context("bench_ort.py's input is closed")?;
+        writeln!(
+            stdin,
+            "{}",
+            serde_json::json!({ "model": model, "reps": reps })
+        )?;
+        stdin.flush()?;
+        let reply = self.read()?;
+        Ok(reply["samples_ms"]
+            .as_array()
+            .context("onnxruntime reply lacks samples_ms")?
+            .iter()
+            .filter_map(|v| v.as_f64())
+            .collect())
+    }
+
+    fn session_ms(&self) -> Result<Vec<f64>> {
+        Ok(self.hello["session_ms"]
+            .as_array()
+            .context("onnxruntime reply lacks session_ms")?
+            .iter()
+            .filter_map(|v| v.as_f64())
+            .collect())
+    }
+
+    fn finish(mut self) -> Result<()> {
+        drop(self.stdin.take());
+        let status = self.child.wait()?;
+        if !status.success() {
+            bail!("bench_ort.py failed with {status}");
+        }
+        Ok(())
+    }
+}
+
 pub fn bench_conv(reps: usize, figures: &mut Figures) -> Result<()> {
     let dir = crate::target_dir().join("xtask").join("bench");
     std::fs::create_dir_all(&dir)?;
@@ -121,41 +211,43 @@ pub fn bench_conv(reps: usize, figures: &mut Figures) -> Result<()> {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()?;
+        let config = serde_json::json!({ "threads": threads, "models": models });
+        let mut ort = OrtServer::start(&env.python, &script, &config)?;
         let mut ours = Vec::new();
-        for (model, x) in &cases {
+        let mut ort_ms = Vec::new();
+        for (i, (model, x)) in cases.iter().enumerate() {
             let limits = Limits::default();
             let inputs = std::slice::from_ref(x);
             // Preparation (kernel choice, weight packing) is per model, as
             // onnxruntime's session creation is; timed on its own.
-            let (prep, run) = pool.install(|| -> Result<(Duration, Duration)> {
-                let prep = median(reps.min(10), || {
+            let prep = pool.install(|| {
+                median(reps.min(10), || {
                     black_box(model.prepare(limits).expect("prepare"));
-                });
-                let prepared = model.prepare(limits)?;
-                let run = median(reps, || {
+                })
+            });
+            let prepared = model.prepare(limits)?;
+            // Rounds alternate between the two sides, so that a slow stretch
+            // of the machine hits both; each side's figure is the median of
+            // all its samples.
+            let per_round = reps.div_ceil(ROUNDS).max(1);
+            let (mut mine, mut theirs) = (Vec::new(), Vec::new());
+            for _ in 0..ROUNDS {
+                pool.install(|| {
                     black_box(prepared.run(black_box(inputs)).expect("conv"));
+                    for _ in 0..per_round {
+                        let t = Instant::now();
+                        black_box(prepared.run(black_box(inputs)).expect("conv"));
+                        mine.push(t.elapsed().as_secs_f64() * 1e3);
+                    }
                 });
-                Ok((prep, run))
-            })?;
-            ours.push((prep, run));
+                theirs.extend(ort.time(i, per_round)?);
+            }
+            ours.push((prep, Duration::from_secs_f64(median_of(&mut mine) / 1e3)));
+            ort_ms.push(median_of(&mut theirs));
         }
-        let config = serde_json::json!({ "threads": threads, "reps": reps, "models": models });
-        let out = python::output(
-            Command::new(&env.python)
-                .arg(&script)
-                .arg(config.to_string()),
-        )
-        .context("timing onnxruntime")?;
-        let report: serde_json::Value = serde_json::from_str(&out)?;
-        let column = |key: &str| -> Result<Vec<f64>> {
-            Ok(report[key]
-                .as_array()
-                .with_context(|| format!("onnxruntime report lacks {key}"))?
-                .iter()
-                .filter_map(|v| v.as_f64())
-                .collect())
-        };
-        let (ort, sessions) = (column("times_ms")?, column("session_ms")?);
+        let (report, sessions) = (ort.hello.clone(), ort.session_ms()?);
+        ort.finish()?;
+        let ort = ort_ms;
         let peak = if threads == 1 {
             figures.peak_one_core_gflops
         } else {
