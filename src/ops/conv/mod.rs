@@ -4,36 +4,41 @@
 //! - float32 computes and accumulates in f32, float64 in f64;
 //! - float16 and bfloat16 are widened to f32, computed and accumulated in
 //!   f32, and rounded once (to nearest even) when the output is written;
-//! - the summation order is the GEMM's (blocked along the reduction axis), so
-//!   results differ from a sequential sum by normal rounding only; NaN and
-//!   infinities propagate as IEEE arithmetic says.
+//! - the summation order is the GEMM's (blocked along the reduction axis) or
+//!   the direct kernel's ((input channel, tap) order with FMA), so results
+//!   differ from a sequential sum by normal rounding only, within the same
+//!   bound; NaN and infinities propagate as IEEE arithmetic says (padding is
+//!   multiplied as zeros by the im2col and direct paths, skipped by the
+//!   depthwise kernels' edge code).
 //!
 //! Paths: a direct kernel for depthwise 2-D convolution (register-blocked
 //! AVX-512 or AVX2 with FMA for f32 with unit strides, clones of the plain
 //! loop for that instruction set otherwise; it writes each output once,
 //! starting from the bias), a plain GEMM for 1x1 kernels without padding or
-//! striding, and im2col plus GEMM in column tiles otherwise. For f32 the GEMM
-//! is ours (`sgemm.rs`) when the CPU has AVX-512F or AVX2 with FMA (one
-//! packed layout, a micro-kernel per instruction set): the weights are packed
-//! once per model when W is an initializer (`prepared.rs`,
-//! `packing::PackedWeights`), else once per call, and im2col rows are
-//! written straight into the packed layout. f64, and f32 on other CPUs, use
-//! the `gemm` crate; float16 and bfloat16 are widened to f32 first, so they
-//! take the f32 path. The im2col buffer holds at most `TILE_BYTES` per
-//! worker, whatever the input size. [`conv`] picks its side by the CPU; the
-//! unit tests force each side
-//! (`KernelPath`), so the one a machine would not pick is tested too. Work is
-//! spread over the rayon pool (both cores on this machine), from a pool
-//! thread: by (image, group, tile), or by GEMM rows when there are too few
-//! tiles.
+//! striding, the direct kernel of `direct.rs` for f32 where `direct_pays`
+//! says it beats the GEMM (any rank, stride, dilation and group: it reads a
+//! zero-padded copy of the input split by stride phase, so every tap is one
+//! constant shift, and keeps 4 output channels x a row of positions in
+//! registers), and im2col plus GEMM in column tiles otherwise. For f32 the
+//! GEMM is ours (`sgemm.rs`) when the CPU has AVX-512F or AVX2 with FMA (one
+//! packed layout, a micro-kernel per instruction set). Constant weights (an
+//! initializer) are packed once per model for the path the run will take
+//! (`prepared.rs`, `packing.rs`), else once per call; im2col rows are
+//! written straight into the GEMM's packed layout. f64, and f32 on other
+//! CPUs, use the `gemm` crate; float16 and bfloat16 are widened to f32
+//! first, so they take the f32 paths. The im2col buffer holds at most
+//! `TILE_BYTES` per worker, whatever the input size, and the direct
+//! kernel's input copy is taken only when it fits the scratch limit.
+//! [`conv`] picks its side by the CPU; the unit tests force each side
+//! (`KernelPath`), so the ones a machine would not pick are tested too.
+//! Work is spread over the rayon pool (both cores on this machine), from a
+//! pool thread.
 //!
 //! Speed against onnxruntime 1.32: `cargo xtask bench` measures it, with
-//! figures in the README. On the AVX2 development machine (Zen 3, 2 cores)
-//! the depthwise kernel runs at or above onnxruntime (memory bounds it);
-//! the im2col shapes trail it: im2col and packing traffic is about a quarter
-//! of our time on 3x3 and 7x7, which onnxruntime's NCHWc direct kernels
-//! avoid. The AVX2 micro-kernel does about 90 GFLOP/s per core with its
-//! operands in cache.
+//! figures in the README. On an AVX-512 Xeon (2 cores) the direct kernel
+//! runs at about 90% of the FMA peak with its operands in L1 and 70-80% on
+//! whole convolutions; onnxruntime's NCHWc kernels reach 85-93%. The
+//! depthwise kernel runs at or above onnxruntime (memory bounds it).
 //!
 //! `auto_pad` SAME_UPPER / SAME_LOWER give an output of `ceil(in / stride)`
 //! per axis in every version; Conv-1's text ("output size matches input
@@ -306,9 +311,27 @@ pub(crate) struct Packs<'a> {
     pub direct: Option<&'a DirectWeights>,
 }
 
-/// The largest share of computed positions the direct kernel may drop
-/// (`direct::Layout::waste`) and still be picked.
-const DIRECT_MAX_WASTE: f64 = 1.25;
+/// When `Auto` takes the direct kernel over im2col + GEMM, from single-
+/// thread measurements of both on an AVX-512 Xeon (a probe over nine
+/// shapes: 3x3 with 16 to 512 channels on 7x7 to 112x112 images, stride
+/// 1 and 2, and the 7x7 stride-2 first layer). With AVX-512 the direct
+/// kernel ran 1.1x to 2x the GEMM on every one, including 7x7 images where
+/// it computes 1.29 positions per output; its AVX2 twin (3 vectors of 8
+/// lanes, against 4 x 24 for the GEMM) beat the AVX2 GEMM only on the
+/// first layer (3 input channels, where im2col is most of the work) and
+/// trailed it by 15-30% elsewhere.
+fn direct_pays(g: &Geometry, layout: &direct::Layout, isa: Isa) -> bool {
+    let (cg, mg) = (g.in_channels / g.group, g.out_channels / g.group);
+    mg >= direct::OCB
+        && match isa {
+            Isa::Avx512 => layout.waste(g) <= 1.5,
+            Isa::Avx2 => cg <= DIRECT_AVX2_MAX_CHANNELS && layout.waste(g) <= 1.25,
+            Isa::Portable => false,
+        }
+}
+
+/// Input channels per group up to which AVX2 takes the direct kernel.
+pub(super) const DIRECT_AVX2_MAX_CHANNELS: usize = 4;
 
 /// [`conv`] on the kernels `path` names. The choice is made once here and
 /// passed down, so the per-tile GEMM calls pay nothing for it.
@@ -424,8 +447,7 @@ fn direct_layout(g: &Geometry, path: KernelPath, scratch_bytes: usize) -> Option
     }
     let layout = direct::Layout::new(g);
     let fits = layout.bytes() <= scratch_bytes;
-    let pays = g.out_channels / g.group >= direct::OCB && layout.waste(g) <= DIRECT_MAX_WASTE;
-    (fits && (forced || pays)).then_some(layout)
+    (fits && (forced || direct_pays(g, &layout, Isa::detect()))).then_some(layout)
 }
 
 pub(super) fn threads() -> usize {

@@ -54,7 +54,8 @@ enum Pack {
 }
 
 /// Packs W for the path the run will most likely take (the input's shape is
-/// not known yet): the direct kernel for kernels larger than 1x1,
+/// not known yet): the direct kernel for kernels larger than 1x1 where
+/// `direct_pays` would pick it,
 /// the GEMM otherwise, when its shape and `group` are ones the run could
 /// accept. The run checks them again and uses the packing only if it fits,
 /// packing per call otherwise.
@@ -73,7 +74,11 @@ fn pack(ctx: &KernelCtx, shape: &[usize], w: &[f32]) -> Option<Pack> {
     }
     let kdim = w.len() / m;
     let taps: usize = shape[2..].iter().product();
-    if taps > 1 {
+    let direct = match isa {
+        Isa::Avx512 => taps > 1,
+        _ => taps > 1 && shape[1] <= super::DIRECT_AVX2_MAX_CHANNELS,
+    };
+    if direct {
         return Some(Pack::Direct(DirectWeights::new(m, group, kdim, w)));
     }
     Some(Pack::Gemm(PackedWeights::new(m, group, kdim, w, isa)))

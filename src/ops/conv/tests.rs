@@ -642,3 +642,60 @@ fn bad_shapes_and_attributes_are_rejected() {
             .contains("attribute 'group': must be at least 1")
     );
 }
+
+#[test]
+#[ignore]
+fn zz_probe_paths() {
+    let shapes: [(usize, usize, usize, usize, usize, usize); 6] = [
+        (16, 56, 64, 3, 1, 1),
+        (32, 56, 64, 3, 1, 1),
+        (128, 28, 128, 3, 1, 1),
+        (64, 56, 64, 3, 2, 1),
+        (32, 112, 32, 3, 1, 1),
+        (512, 7, 512, 3, 1, 1),
+    ];
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    for (c, h, m, k, s, p) in shapes {
+        let attrs = ConvAttrs {
+            strides: Some(vec![s as i64; 2]),
+            pads: Some(vec![p as i64; 4]),
+            ..Default::default()
+        };
+        let g = geometry(&attrs, &[1, c, h, h], &[m, c, k, k], Some(&[m])).unwrap();
+        let x = vec![0.5f32; c * h * h];
+        let w = vec![0.25f32; m * c * k * k];
+        let b = vec![0.1f32; m];
+        let kdim = c * k * k;
+        for path in [
+            KernelPath::Avx2,
+            KernelPath::DirectAvx2,
+            KernelPath::Avx512,
+            KernelPath::DirectAvx512,
+        ] {
+            let pw = PackedWeights::new(m, 1, kdim, &w, path.isa());
+            let dw = DirectWeights::new(m, 1, kdim, &w);
+            let packs = Packs {
+                gemm: Some(&pw),
+                direct: Some(&dw),
+            };
+            let mut times = Vec::new();
+            pool.install(|| {
+                for _ in 0..60 {
+                    let t = std::time::Instant::now();
+                    std::hint::black_box(conv_on(&g, &x, &w, Some(&b), 1 << 30, path, packs));
+                    times.push(t.elapsed().as_secs_f64());
+                }
+            });
+            times.sort_by(f64::total_cmp);
+            let t = times[30];
+            println!(
+                "{c}x{h} M{m} k{k}: {path:?} {:.3} ms {:.1} GFLOP/s",
+                t * 1e3,
+                2.0 * g.macs() as f64 / t / 1e9
+            );
+        }
+    }
+}
