@@ -182,7 +182,12 @@ pub(super) fn conv_direct(
         .collect();
     let os = g.out_size();
     let yp = SendPtr(y.as_mut_ptr() as *mut f32);
-    let mut buf: Vec<f32> = Vec::with_capacity(layout.len);
+    // The calling thread's buffer from its last call, when there is one: a
+    // model run many times would otherwise allocate (and on many systems
+    // page-fault) a copy of its input on every run.
+    let mut buf = BUFFER.with(|cell| std::mem::take(&mut *cell.borrow_mut()));
+    buf.clear();
+    buf.reserve_exact(layout.len);
     for n in 0..g.batch {
         let image = &x[n * g.in_channels * g.in_size()..(n + 1) * g.in_channels * g.in_size()];
         buf.clear();
@@ -278,7 +283,18 @@ pub(super) fn conv_direct(
             }
         });
     }
+    if buf.capacity() <= KEPT_BUFFER_BYTES / 4 {
+        BUFFER.with(|cell| *cell.borrow_mut() = buf);
+    }
 }
+
+thread_local! {
+    /// Each thread's input buffer, kept between calls.
+    static BUFFER: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The largest input buffer a thread keeps after a call.
+const KEPT_BUFFER_BYTES: usize = 16 << 20;
 
 /// Where a tile's sums start.
 #[derive(Clone, Copy)]
