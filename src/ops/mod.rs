@@ -9,6 +9,7 @@ pub mod center_crop_pad;
 pub mod conv;
 pub mod helpers;
 pub mod pad;
+pub(crate) mod parallel;
 pub mod sgemm;
 
 use crate::error::KernelError;

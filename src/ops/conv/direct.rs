@@ -201,7 +201,7 @@ pub(super) fn conv_direct(
         unsafe { buf.set_len(layout.len) };
         let buf = &buf;
         let items = g.group * block_items * tile_items;
-        (0..items).into_par_iter().with_max_len(1).for_each(|item| {
+        crate::ops::parallel::share(items, &|item| {
             let ti = item % tile_items;
             let bi = (item / tile_items) % block_items;
             let gi = item / tile_items / block_items;
@@ -384,41 +384,47 @@ fn fill(g: &Geometry, layout: &Layout, image: &[f32], buf: &mut [MaybeUninit<f32
     // first layer's three) still spread over every thread.
     let rows_per_channel = layout.chan / ql;
     let rows_per_task = (4096 / ql).max(1);
-    buf[..g.in_channels * layout.chan]
-        .par_chunks_mut(ql * rows_per_task)
-        .enumerate()
-        .for_each(|(task, rows)| {
-            for (i, out) in rows.chunks_exact_mut(ql).enumerate() {
-                let global = task * rows_per_task + i;
-                let (c, row) = (global / rows_per_channel, global % rows_per_channel);
-                let src = &image[c * in_size..(c + 1) * in_size];
-                // The row's phase (mixed radix over the strides) and its
-                // coordinates in the plane (over q), axis by axis from the
-                // last but one.
-                let (mut phase, mut r) = (row / rows_per_phase, row % rows_per_phase);
-                let lphase = phase % sl;
-                phase /= sl;
-                let mut src_off = 0;
-                let mut src_stride = il;
-                let mut inside = true;
-                for a in (0..d - 1).rev() {
-                    let (j, s) = (r % layout.q[a], g.strides[a]);
-                    r /= layout.q[a];
-                    let ph = phase % s;
-                    phase /= s;
-                    let i = (j * s + ph) as isize - g.pads_begin[a] as isize;
-                    if i < 0 || i >= g.in_spatial[a] as isize {
-                        inside = false;
-                        break;
-                    }
-                    src_off += i as usize * src_stride;
-                    src_stride *= g.in_spatial[a];
+    let (body, tail) = buf.split_at_mut(g.in_channels * layout.chan);
+    let body_len = body.len();
+    let tasks = body.len().div_ceil(ql * rows_per_task);
+    let dst = SendPtr(body.as_mut_ptr());
+    crate::ops::parallel::share(tasks, &|task| {
+        let start = task * ql * rows_per_task;
+        let len = (ql * rows_per_task).min(body_len - start);
+        // SAFETY: task `task` alone writes elements start..start + len
+        // of `body`, which is alive until `share` returns.
+        let rows = unsafe { std::slice::from_raw_parts_mut(dst.get().add(start), len) };
+        for (i, out) in rows.chunks_exact_mut(ql).enumerate() {
+            let global = task * rows_per_task + i;
+            let (c, row) = (global / rows_per_channel, global % rows_per_channel);
+            let src = &image[c * in_size..(c + 1) * in_size];
+            // The row's phase (mixed radix over the strides) and its
+            // coordinates in the plane (over q), axis by axis from the
+            // last but one.
+            let (mut phase, mut r) = (row / rows_per_phase, row % rows_per_phase);
+            let lphase = phase % sl;
+            phase /= sl;
+            let mut src_off = 0;
+            let mut src_stride = il;
+            let mut inside = true;
+            for a in (0..d - 1).rev() {
+                let (j, s) = (r % layout.q[a], g.strides[a]);
+                r /= layout.q[a];
+                let ph = phase % s;
+                phase /= s;
+                let i = (j * s + ph) as isize - g.pads_begin[a] as isize;
+                if i < 0 || i >= g.in_spatial[a] as isize {
+                    inside = false;
+                    break;
                 }
-                let line = inside.then(|| &src[src_off..src_off + il]);
-                write_line(out, line, sl, lphase, pl);
+                src_off += i as usize * src_stride;
+                src_stride *= g.in_spatial[a];
             }
-        });
-    buf[g.in_channels * layout.chan..].fill(MaybeUninit::new(0.0));
+            let line = inside.then(|| &src[src_off..src_off + il]);
+            write_line(out, line, sl, lphase, pl);
+        }
+    });
+    tail.fill(MaybeUninit::new(0.0));
 }
 
 /// One row of a phase plane: element `j` is the input line's element

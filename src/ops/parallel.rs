@@ -1,0 +1,203 @@
+//! Work shared between the calling thread and the rayon pool, without
+//! waiting for threads that have not started.
+//!
+//! A rayon parallel loop (or scope) finishes only when every thread it
+//! handed work to has done it. When the other cores are busy with other
+//! processes, a pool thread may start late, or be preempted while it holds
+//! a share, and the caller waits a scheduler time slice for it: on this
+//! 2-core machine such loops measured slower than one thread whenever the
+//! other core had other work. Here the caller works through the tasks
+//! itself, helpers claim what is left when they start, and the caller waits
+//! only for tasks a helper has claimed.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Runs `task(i)` once for every `i` in `0..count`, on the calling thread
+/// and on as many pool threads as start while tasks remain; returns when
+/// all are done. A panic in a task panics here once every claimed task has
+/// finished.
+pub(crate) fn share(count: usize, task: &(dyn Fn(usize) + Sync)) {
+    let helpers = rayon::current_num_threads().saturating_sub(1);
+    if count <= 1 || helpers == 0 {
+        (0..count).for_each(task);
+        return;
+    }
+    // SAFETY: this function returns only after `wait`, when every task is
+    // done, and a helper that starts later claims nothing.
+    let tasks = Arc::new(unsafe { Tasks::new(count, task) });
+    for _ in 0..helpers.min(count - 1) {
+        let tasks = Arc::clone(&tasks);
+        rayon::spawn(move || tasks.help());
+    }
+    tasks.run();
+    tasks.wait();
+}
+
+/// The shared state of one [`share`] call.
+struct Tasks {
+    task: *const (dyn Fn(usize) + Sync),
+    count: usize,
+    /// The next task to claim; values from `count` on claim nothing.
+    next: AtomicUsize,
+    /// Tasks finished (or panicked).
+    done: AtomicUsize,
+    failed: AtomicBool,
+    /// The calling thread, woken when the last task is done.
+    waiter: std::thread::Thread,
+}
+
+// SAFETY: `task` is Sync and only called (see `run`); the rest is atomic.
+unsafe impl Send for Tasks {}
+// SAFETY: as for Send.
+unsafe impl Sync for Tasks {}
+
+impl Tasks {
+    /// The state for running `task` on `0..count`, waking the calling
+    /// thread when done.
+    ///
+    /// # Safety
+    /// `task` is called through a pointer whose lifetime is erased: it must
+    /// outlive every `run` that claims a task, which holds when the caller
+    /// `wait`s before `task` goes away.
+    unsafe fn new(count: usize, task: &(dyn Fn(usize) + Sync)) -> Tasks {
+        let task: *const (dyn Fn(usize) + Sync + '_) = task;
+        Tasks {
+            // SAFETY: only the lifetime changes (see above).
+            task: unsafe {
+                std::mem::transmute::<
+                    *const (dyn Fn(usize) + Sync + '_),
+                    *const (dyn Fn(usize) + Sync),
+                >(task)
+            },
+            count,
+            next: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
+            failed: AtomicBool::new(false),
+            waiter: std::thread::current(),
+        }
+    }
+
+    /// A helper's share: nothing when it starts after the caller has done a
+    /// quarter of the tasks. A helper the scheduler kept waiting that long
+    /// had no free core, and on such a busy machine it is likely to be
+    /// preempted again while it holds a task, stalling the caller.
+    fn help(&self) {
+        if self.next.load(Ordering::Relaxed) <= self.count / 4 {
+            self.run();
+        }
+    }
+
+    /// Claims and runs tasks until none is left.
+    fn run(&self) {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            if i >= self.count {
+                return;
+            }
+            // A panic must still count the task done, or the caller would
+            // wait for it forever; the caller panics in turn.
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                // SAFETY: task i (below count) is claimed and not yet
+                // counted done, so `share` has not returned and the closure
+                // is alive.
+                unsafe { (*self.task)(i) }
+            }));
+            if ran.is_err() {
+                self.failed.store(true, Ordering::Relaxed);
+            }
+            // Release: the task's writes are visible to the caller's Acquire
+            // load before it reads them.
+            if self.done.fetch_add(1, Ordering::Release) + 1 == self.count {
+                self.waiter.unpark();
+            }
+        }
+    }
+
+    /// Returns once every task is done; called after `run`, when every task
+    /// is claimed. A short spin covers a helper that is running; past it,
+    /// parking frees this core for a helper the scheduler had put off.
+    fn wait(&self) {
+        let mut spins = 0u32;
+        while self.done.load(Ordering::Acquire) < self.count {
+            if spins < 1000 {
+                std::hint::spin_loop();
+                spins += 1;
+            } else {
+                std::thread::park_timeout(std::time::Duration::from_millis(1));
+            }
+        }
+        assert!(
+            !self.failed.load(Ordering::Relaxed),
+            "internal: a task shared between threads panicked"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every index runs exactly once, from pools of one to four threads,
+    /// for counts around the helper cut-off.
+    #[test]
+    fn every_task_runs_once() {
+        for threads in 1..=4 {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            for count in [0, 1, 2, 3, 7, 64, 1000] {
+                let hits: Vec<AtomicUsize> = (0..count).map(|_| AtomicUsize::new(0)).collect();
+                pool.install(|| {
+                    share(count, &|i| {
+                        hits[i].fetch_add(1, Ordering::Relaxed);
+                    })
+                });
+                assert!(
+                    hits.iter().all(|h| h.load(Ordering::Relaxed) == 1),
+                    "{threads} threads, {count} tasks"
+                );
+            }
+        }
+    }
+
+    /// Helpers that start at once (not late, as pool threads may) share
+    /// the tasks, and each still runs once.
+    #[test]
+    fn tasks_claimed_by_several_threads_run_once() {
+        let count = 5000;
+        let hits: Vec<AtomicUsize> = (0..count).map(|_| AtomicUsize::new(0)).collect();
+        let task = |i: usize| {
+            hits[i].fetch_add(1, Ordering::Relaxed);
+        };
+        // SAFETY: `task` outlives `wait` below.
+        let tasks = unsafe { Tasks::new(count, &task) };
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| tasks.run());
+            }
+        });
+        tasks.wait();
+        assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
+    }
+
+    #[test]
+    fn a_panicking_task_panics_the_caller_after_the_others() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let ran = AtomicUsize::new(0);
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pool.install(|| {
+                share(50, &|i| {
+                    ran.fetch_add(1, Ordering::Relaxed);
+                    assert!(i != 17, "task 17 fails");
+                })
+            })
+        }));
+        assert!(result.is_err());
+        assert_eq!(ran.load(Ordering::Relaxed), 50);
+    }
+}
