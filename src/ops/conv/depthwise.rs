@@ -65,7 +65,11 @@ pub(super) fn depthwise_2d<T: Real>(
         Kernel::Plain
     };
     let os = g.out_spatial[0] * g.out_spatial[1];
-    y.par_chunks_mut(os).enumerate().for_each(|(plane, out)| {
+    let yp = SendPtr(y.as_mut_ptr());
+    crate::ops::parallel::share(y.len() / os.max(1), &|plane| {
+        // SAFETY: task `plane` alone writes plane `plane` of `y`, which is
+        // alive until `share` returns.
+        let out = unsafe { std::slice::from_raw_parts_mut(yp.get().add(plane * os), os) };
         let b = bias.map_or(T::ZERO, |b| b[plane % g.out_channels]);
         #[cfg(target_arch = "x86_64")]
         if matches!(kernel, Kernel::Rows512 | Kernel::Rows256) {

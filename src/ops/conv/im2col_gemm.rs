@@ -35,7 +35,7 @@ pub(super) unsafe fn gemm_acc<T: Real>(
             1
         };
         let width = n.div_ceil(chunks).div_ceil(48) * 48;
-        (0..chunks).into_par_iter().for_each(|i| {
+        crate::ops::parallel::share(chunks, &|i| {
             let j0 = i * width;
             if j0 < n {
                 let w = width.min(n - j0);
@@ -124,7 +124,7 @@ pub(super) fn im2col_gemm<T: Real>(
     thread_local! {
         static COL: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    (0..jobs).into_par_iter().with_max_len(1).for_each(|job| {
+    crate::ops::parallel::share(jobs, &|job| {
         let t = job % tiles;
         let gi = (job / tiles) % g.group;
         let n = job / tiles / g.group;
@@ -239,7 +239,7 @@ pub(super) fn im2col_gemm_packed(
             let ks = g.kernel_size();
             let chunks = par.min(cg);
             let pbp = SendPtr(pb.as_mut_ptr());
-            (0..chunks).into_par_iter().for_each(|i| {
+            crate::ops::parallel::share(chunks, &|i| {
                 let (c0, c1) = (i * cg / chunks, (i + 1) * cg / chunks);
                 let mut buf = vec![0f32; width];
                 let part = &xs[c0 * g.in_size()..c1 * g.in_size()];
@@ -262,7 +262,7 @@ pub(super) fn im2col_gemm_packed(
         } else {
             1
         };
-        (0..chunks).into_par_iter().for_each(|i| {
+        crate::ops::parallel::share(chunks, &|i| {
             let (cols, rws) = if split_rows {
                 (0..panels, i * rows / chunks..(i + 1) * rows / chunks)
             } else {
@@ -291,6 +291,6 @@ pub(super) fn im2col_gemm_packed(
     if par > 1 {
         (0..jobs).for_each(run);
     } else {
-        (0..jobs).into_par_iter().with_max_len(1).for_each(run);
+        crate::ops::parallel::share(jobs, &run);
     }
 }

@@ -50,7 +50,6 @@ use crate::limits::Limits;
 use crate::tensor::{DataType, Storage, Tensor};
 use half::{bf16, f16};
 use ndarray::{ArrayD, IxDyn};
-use rayon::prelude::*;
 use std::borrow::Cow;
 
 mod depthwise;

@@ -11,7 +11,7 @@ pub(super) fn pointwise<T: Real>(g: &Geometry, x: &[T], w: &[T], y: &mut [T], is
     let jobs = g.batch * g.group;
     let par = if jobs >= threads() { 1 } else { threads() };
     let yp = SendPtr(y.as_mut_ptr());
-    (0..jobs).into_par_iter().with_max_len(1).for_each(|job| {
+    crate::ops::parallel::share(jobs, &|job| {
         let (n, gi) = (job / g.group, job % g.group);
         let xo = (n * g.in_channels + gi * cg) * s;
         let yo = (n * g.out_channels + gi * mg) * s;
