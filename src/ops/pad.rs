@@ -546,12 +546,12 @@ fn push_run(runs: &mut Vec<Run>, run: Run) {
 /// row has the same runs; only its source row differs, or it is all pad
 /// value when an outer index lies in a constant pad.
 struct Rows<'a, T> {
-    plan: &'a Plan,
     src: &'a [T],
-    /// Axes before the row axis.
-    outer: usize,
-    /// Input elements per index of each axis.
-    stride: Vec<usize>,
+    /// Per axis before the row axis, per output index along it: the input
+    /// offset it reads from, or `None` inside a constant pad. Looked up so
+    /// that moving to the next row costs an addition, not a walk over the
+    /// axes with their pad arithmetic.
+    offsets: Vec<Vec<Option<usize>>>,
     /// Offset of the first kept element of the row axis in a source row.
     row_base: usize,
     row_len: usize,
@@ -562,12 +562,8 @@ struct Rows<'a, T> {
 }
 
 impl<'a, T: Copy> Rows<'a, T> {
-    fn new(plan: &'a Plan, src: &'a [T], in_shape: &[usize], fill: T) -> Self {
+    fn new(plan: &Plan, src: &'a [T], in_shape: &[usize], fill: T) -> Self {
         let rank = in_shape.len();
-        let mut stride = vec![1usize; rank];
-        for a in (0..rank.saturating_sub(1)).rev() {
-            stride[a] = stride[a + 1] * in_shape[a + 1];
-        }
         // Axes from `tail` on are untouched, so a block of them is
         // contiguous in input and output alike.
         let tail = (0..rank)
@@ -615,10 +611,8 @@ impl<'a, T: Copy> Rows<'a, T> {
             .collect();
         debug_assert_eq!(runs.iter().map(|r| r.len()).sum::<usize>(), row_len);
         Rows {
-            plan,
             src,
-            outer,
-            stride,
+            offsets: outer_offsets(plan, in_shape, outer),
             row_base,
             row_len,
             runs,
@@ -629,93 +623,176 @@ impl<'a, T: Copy> Rows<'a, T> {
 
     /// Writes the output elements `start..start + dst.len()`.
     fn write(&self, dst: &mut [MaybeUninit<T>], start: usize) {
-        let shape = &self.plan.out_shape[..self.outer];
-        let mut idx = vec![0usize; self.outer];
-        let mut row = start / self.row_len;
-        for a in (0..self.outer).rev() {
-            idx[a] = row % shape[a];
-            row /= shape[a];
+        let mut at = Cursor::new(&self.offsets, self.row_base, start / self.row_len);
+        let col = start % self.row_len;
+        // Only a piece's first and last rows can be partial.
+        let head = if col == 0 {
+            0
+        } else {
+            (self.row_len - col).min(dst.len())
+        };
+        let (first, rest) = dst.split_at_mut(head);
+        if head > 0 {
+            self.write_part(first, at.source(), col);
+            at.advance(&self.offsets);
         }
-        let mut col = start % self.row_len;
-        let mut done = 0;
-        while done < dst.len() {
-            let take = (self.row_len - col).min(dst.len() - done);
-            let part = &mut dst[done..done + take];
-            match self.source_row(&idx) {
-                Some(base) => self.write_row(part, base, col),
-                None => part.fill(MaybeUninit::new(self.fill)),
+        let mut rows = rest.chunks_exact_mut(self.row_len);
+        for row in &mut rows {
+            match at.source() {
+                Some(base) => self.write_whole_row(row, base),
+                None => row.fill(MaybeUninit::new(self.fill)),
             }
-            done += take;
-            col = 0;
-            for a in (0..self.outer).rev() {
-                idx[a] += 1;
-                if idx[a] < shape[a] {
-                    break;
-                }
-                idx[a] = 0;
-            }
+            at.advance(&self.offsets);
+        }
+        let last = rows.into_remainder();
+        if !last.is_empty() {
+            self.write_part(last, at.source(), 0);
         }
     }
 
-    /// Where the kept part of the row at outer index `idx` starts in the
-    /// input, or `None` if the row is all pad value.
-    fn source_row(&self, idx: &[usize]) -> Option<usize> {
-        let p = self.plan;
-        let mut base = self.row_base;
-        for (a, &i) in idx.iter().enumerate() {
-            let j = i as i64 - p.begin[a] as i64;
-            let j = if (0..p.kept[a] as i64).contains(&j) {
-                j as usize
-            } else if p.mode == Mode::Constant {
-                return None;
-            } else {
-                source_index(j, p.kept[a], p.mode)
-            };
-            base += (p.crop_begin[a] + j) * self.stride[a];
+    /// Writes the row elements `col..col + dst.len()` of a row whose source
+    /// starts at `source` (`None`: the row is all pad value).
+    fn write_part(&self, dst: &mut [MaybeUninit<T>], source: Option<usize>, col: usize) {
+        match source {
+            Some(base) => self.write_row(dst, base, col),
+            None => dst.fill(MaybeUninit::new(self.fill)),
         }
-        Some(base)
+    }
+
+    /// Writes a whole row whose source starts at `base`: the runs in order,
+    /// with no search for where a piece starts.
+    #[inline]
+    fn write_whole_row(&self, dst: &mut [MaybeUninit<T>], base: usize) {
+        let mut rest = dst;
+        for &run in &self.runs {
+            let (d, after) = rest.split_at_mut(run.len());
+            self.write_run(d, run, base, 0);
+            rest = after;
+        }
     }
 
     /// Writes the row elements `col..col + dst.len()` of a row whose source
     /// starts at `base`.
     fn write_row(&self, dst: &mut [MaybeUninit<T>], base: usize, col: usize) {
         let end = col + dst.len();
-        // Most rows are written whole; only a piece's first row may not be.
-        let mut k = if col == 0 {
-            0
-        } else {
-            self.starts.partition_point(|&s| s <= col) - 1
-        };
+        let mut k = self.starts.partition_point(|&s| s <= col) - 1;
         let (mut at, mut w) = (col, 0);
         while at < end {
             let (s0, run) = (self.starts[k], self.runs[k]);
             let (lo, hi) = (at - s0, (end - s0).min(run.len()));
-            let d = &mut dst[w..w + (hi - lo)];
-            match run {
-                Run::Fill { .. } => d.fill(MaybeUninit::new(self.fill)),
-                Run::Copy { src, .. } => {
-                    let from = &self.src[base + src + lo..base + src + hi];
-                    if from.len() <= SHORT_RUN {
-                        // A few elements of wrap padding per row: a call
-                        // to memcpy would cost more than moving them.
-                        for (o, &v) in d.iter_mut().zip(from) {
-                            o.write(v);
-                        }
-                    } else {
-                        d.write_copy_of_slice(from);
-                    }
-                }
-                Run::Splat { src, .. } => d.fill(MaybeUninit::new(self.src[base + src])),
-                Run::Rev { end: e, .. } => {
-                    let from = &self.src[base + e - hi..base + e - lo];
-                    for (o, &v) in d.iter_mut().zip(from.iter().rev()) {
-                        o.write(v);
-                    }
-                }
-            }
+            self.write_run(&mut dst[w..w + (hi - lo)], run, base, lo);
             w += hi - lo;
             at = s0 + hi;
             k += 1;
+        }
+    }
+
+    /// Writes the elements `lo..lo + dst.len()` of `run`, in a row whose
+    /// source starts at `base`.
+    #[inline(always)]
+    fn write_run(&self, d: &mut [MaybeUninit<T>], run: Run, base: usize, lo: usize) {
+        let hi = lo + d.len();
+        match run {
+            Run::Fill { .. } => d.fill(MaybeUninit::new(self.fill)),
+            Run::Copy { src, .. } => {
+                let from = &self.src[base + src + lo..base + src + hi];
+                if from.len() <= SHORT_RUN {
+                    // A few elements of wrap padding per row: a call
+                    // to memcpy would cost more than moving them.
+                    for (o, &v) in d.iter_mut().zip(from) {
+                        o.write(v);
+                    }
+                } else {
+                    d.write_copy_of_slice(from);
+                }
+            }
+            Run::Splat { src, .. } => d.fill(MaybeUninit::new(self.src[base + src])),
+            Run::Rev { end: e, .. } => {
+                let from = &self.src[base + e - hi..base + e - lo];
+                for (o, &v) in d.iter_mut().zip(from.iter().rev()) {
+                    o.write(v);
+                }
+            }
+        }
+    }
+}
+
+/// For each of the first `outer` axes, the input offset each output index
+/// reads from (`None` inside a constant pad).
+fn outer_offsets(plan: &Plan, in_shape: &[usize], outer: usize) -> Vec<Vec<Option<usize>>> {
+    let mut stride: usize = in_shape[outer..].iter().product();
+    let mut offsets = vec![Vec::new(); outer];
+    for a in (0..outer).rev() {
+        offsets[a] = (0..plan.out_shape[a])
+            .map(|i| {
+                let j = i as i64 - plan.begin[a] as i64;
+                let j = if (0..plan.kept[a] as i64).contains(&j) {
+                    j as usize
+                } else if plan.mode == Mode::Constant {
+                    return None;
+                } else {
+                    source_index(j, plan.kept[a], plan.mode)
+                };
+                Some((plan.crop_begin[a] + j) * stride)
+            })
+            .collect();
+        stride *= in_shape[a];
+    }
+    offsets
+}
+
+/// A row's outer index, with the source offset of every prefix of it so
+/// that stepping the last axis recomputes one sum.
+struct Cursor {
+    idx: Vec<usize>,
+    /// `base[a]`: the source offset from the axes before `a` (and the row
+    /// axis' crop); `base[outer]` is the row's.
+    base: Vec<Option<usize>>,
+}
+
+impl Cursor {
+    /// The cursor at row number `row`.
+    fn new(offsets: &[Vec<Option<usize>>], row_base: usize, mut row: usize) -> Cursor {
+        let outer = offsets.len();
+        let mut idx = vec![0; outer];
+        for a in (0..outer).rev() {
+            let n = offsets[a].len();
+            idx[a] = row % n;
+            row /= n;
+        }
+        let mut c = Cursor {
+            idx,
+            base: vec![Some(row_base); outer + 1],
+        };
+        c.refresh(offsets, 0);
+        c
+    }
+
+    fn source(&self) -> Option<usize> {
+        self.base[self.idx.len()]
+    }
+
+    /// Moves to the next row (past the last one it wraps to the first).
+    #[inline]
+    fn advance(&mut self, offsets: &[Vec<Option<usize>>]) {
+        for a in (0..self.idx.len()).rev() {
+            self.idx[a] += 1;
+            if self.idx[a] < offsets[a].len() {
+                self.refresh(offsets, a);
+                return;
+            }
+            self.idx[a] = 0;
+        }
+        self.refresh(offsets, 0);
+    }
+
+    /// Recomputes the offsets of the prefixes that end at `from` or later.
+    #[inline]
+    fn refresh(&mut self, offsets: &[Vec<Option<usize>>], from: usize) {
+        for a in from..self.idx.len() {
+            self.base[a + 1] = self.base[a]
+                .zip(offsets[a][self.idx[a]])
+                .map(|(b, o)| b + o);
         }
     }
 }
