@@ -23,8 +23,9 @@ use crate::limits::{LimitExceeded, Limits};
 use crate::tensor::{DataType, Element, Storage, Tensor};
 use half::f16;
 use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn};
-use rayon::prelude::*;
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// The versions at which Pad changed.
 pub const VERSIONS: [i64; 10] = [1, 2, 11, 13, 18, 19, 21, 23, 24, 25];
@@ -423,10 +424,11 @@ fn plan(shape: &[usize], spec: &PadSpec, mode: Mode) -> Result<Plan, KernelError
 #[derive(Clone, Copy, Debug)]
 struct Parallel {
     /// Below this many output bytes the calling thread writes everything:
-    /// waking the pool costs more than such a copy.
+    /// waking a helper costs more than such a copy.
     min_bytes: usize,
-    /// Pieces per pool thread. More than one, so that a thread slowed by
-    /// other work on the machine leaves its remaining pieces to the others.
+    /// Pieces per thread (the caller and its helpers). More than one, so
+    /// that a thread slowed by other work on the machine leaves its
+    /// remaining pieces to the others.
     pieces_per_thread: usize,
     /// The smallest piece, in bytes, so a task's bookkeeping stays small next
     /// to its copying.
@@ -442,7 +444,7 @@ const PARALLEL: Parallel = Parallel {
 /// Pads element types that are plain data. The output is written once, in
 /// place, without being initialised first, so the pad makes one pass over
 /// its memory as a copy does; pieces of it are written in parallel.
-fn apply_copy<T: Copy + Send + Sync>(
+fn apply_copy<T: Copy + Send + Sync + 'static>(
     plan: &Plan,
     input: ArrayViewD<'_, T>,
     fill: T,
@@ -457,18 +459,10 @@ fn apply_copy<T: Copy + Send + Sync>(
     if out_len > 0 {
         let rows = Rows::new(plan, src, input.shape(), fill);
         let dst = &mut out.spare_capacity_mut()[..out_len];
-        let threads = rayon::current_num_threads();
-        if out_len.saturating_mul(size_of::<T>()) < par.min_bytes || threads < 2 {
+        if out_len.saturating_mul(size_of::<T>()) < par.min_bytes {
             rows.write(dst, 0);
         } else {
-            let pieces = threads.saturating_mul(par.pieces_per_thread).max(1);
-            let chunk = out_len
-                .div_ceil(pieces)
-                .max(par.chunk_bytes.div_ceil(size_of::<T>()))
-                .max(1);
-            dst.par_chunks_mut(chunk)
-                .enumerate()
-                .for_each(|(i, piece)| rows.write(piece, i * chunk));
+            write_shared(&rows, dst, par);
         }
         // SAFETY: the capacity is `out_len`, and `Rows::write` initialised
         // every element of `dst`, which is all of it: the pieces tile the
@@ -477,6 +471,143 @@ fn apply_copy<T: Copy + Send + Sync>(
     }
     ArrayD::from_shape_vec(IxDyn(&plan.out_shape), out)
         .map_err(|e| KernelError::Invalid(format!("internal: {e}")))
+}
+
+/// Writes `dst` in pieces, each claimed by whichever thread is free next:
+/// the calling thread and one helper per other pool thread.
+///
+/// The caller works rather than waits, and it waits only for pieces a
+/// helper has claimed, never for a helper to start: a helper that starts
+/// after the last piece is claimed finds nothing and touches nothing. So
+/// when the other cores are busy elsewhere the caller writes the output at
+/// one thread's speed. The alternatives measured slower than one thread on
+/// this 2-core machine while the other core had other work: handing the
+/// whole loop to the pool (a parallel iterator called from outside it), or
+/// a rayon scope, which also waits for helpers that have not started (half
+/// a copy's speed at worst).
+fn write_shared<T: Copy + Send + Sync + 'static>(
+    rows: &Rows<'_, T>,
+    dst: &mut [MaybeUninit<T>],
+    par: Parallel,
+) {
+    let helpers = rayon::current_num_threads().saturating_sub(1);
+    let pieces = (helpers + 1).saturating_mul(par.pieces_per_thread).max(1);
+    let chunk = dst
+        .len()
+        .div_ceil(pieces)
+        .max(par.chunk_bytes.div_ceil(size_of::<T>()))
+        .max(1);
+    let shared = Arc::new(Pieces::new(rows, dst, chunk));
+    for _ in 0..helpers.min(shared.count - 1) {
+        let shared = Arc::clone(&shared);
+        rayon::spawn(move || shared.help());
+    }
+    shared.drain();
+    shared.wait();
+}
+
+/// One output cut into `count` pieces of `chunk` elements (the last may be
+/// shorter), shared by the threads of `write_shared`. The pointers borrow
+/// from `write_shared`'s caller, which `wait`s until every piece is done:
+/// they are valid while some claimed piece is not yet counted in `done`,
+/// and a helper that claims nothing never dereferences them.
+struct Pieces<T: 'static> {
+    dst: *mut MaybeUninit<T>,
+    len: usize,
+    chunk: usize,
+    count: usize,
+    rows: *const Rows<'static, T>,
+    /// The next piece to claim; values past `count` claim nothing.
+    next: AtomicUsize,
+    /// Pieces written (or failed).
+    done: AtomicUsize,
+    failed: AtomicBool,
+    /// The calling thread, woken when the last piece is done.
+    waiter: std::thread::Thread,
+}
+
+// SAFETY: the pointers are only dereferenced for claimed pieces (see
+// `drain`), each claimed by one thread; `Rows` is only read.
+unsafe impl<T: Send + Sync> Send for Pieces<T> {}
+// SAFETY: as for Send; the shared state is atomic.
+unsafe impl<T: Send + Sync> Sync for Pieces<T> {}
+
+impl<T: Copy + 'static> Pieces<T> {
+    fn new(rows: &Rows<'_, T>, dst: &mut [MaybeUninit<T>], chunk: usize) -> Pieces<T> {
+        Pieces {
+            dst: dst.as_mut_ptr(),
+            len: dst.len(),
+            chunk,
+            count: dst.len().div_ceil(chunk),
+            rows: (rows as *const Rows<'_, T>).cast::<Rows<'static, T>>(),
+            next: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
+            failed: AtomicBool::new(false),
+            waiter: std::thread::current(),
+        }
+    }
+
+    /// Returns once every piece is done; call after `drain`, when every
+    /// piece is claimed. A short spin covers a helper that is running; past
+    /// it, sleeping frees this core for a helper the scheduler had put off
+    /// (yielding would give it to other processes for a whole time slice).
+    fn wait(&self) {
+        let mut spins = 0u32;
+        while self.done.load(Ordering::Acquire) < self.count {
+            if spins < 1000 {
+                std::hint::spin_loop();
+                spins += 1;
+            } else {
+                std::thread::park_timeout(std::time::Duration::from_millis(1));
+            }
+        }
+        assert!(
+            !self.failed.load(Ordering::Relaxed),
+            "internal: writing a piece of the padded output panicked"
+        );
+    }
+
+    /// A helper's share: nothing if it starts late. A helper the scheduler
+    /// kept waiting while the caller wrote a quarter of the pieces had no
+    /// free core, and on such a busy machine it is also likely to be
+    /// preempted while it holds a piece, which stalls the caller for a
+    /// time slice (measured: medians of 4 to 9 times a copy's time).
+    fn help(&self) {
+        if self.next.load(Ordering::Relaxed) <= self.count / 4 {
+            self.drain();
+        }
+    }
+
+    /// Claims and writes pieces until none is left.
+    fn drain(&self) {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            if i >= self.count {
+                return;
+            }
+            let start = i * self.chunk;
+            let len = self.chunk.min(self.len - start);
+            // A panic must still count the piece done, or the caller would
+            // wait for it forever; the caller then panics in turn.
+            let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                // SAFETY: `fetch_add` gave piece `i` to this thread alone;
+                // it lies inside `dst` (i < count); `dst` is alive because
+                // the caller waits until this piece is counted done below.
+                let piece = unsafe { std::slice::from_raw_parts_mut(self.dst.add(start), len) };
+                // SAFETY: alive for the same reason; only read.
+                let rows = unsafe { &*self.rows };
+                rows.write(piece, start);
+            }));
+            if written.is_err() {
+                self.failed.store(true, Ordering::Relaxed);
+            }
+            // Release: the piece's elements are visible to the caller's
+            // Acquire load before it reads or returns the output.
+            if self.done.fetch_add(1, Ordering::Release) + 1 == self.count {
+                self.waiter.unpark();
+            }
+        }
+    }
 }
 
 /// Copies of at most this many elements are moved one by one.
@@ -546,12 +677,12 @@ fn push_run(runs: &mut Vec<Run>, run: Run) {
 /// row has the same runs; only its source row differs, or it is all pad
 /// value when an outer index lies in a constant pad.
 struct Rows<'a, T> {
-    plan: &'a Plan,
     src: &'a [T],
-    /// Axes before the row axis.
-    outer: usize,
-    /// Input elements per index of each axis.
-    stride: Vec<usize>,
+    /// Per axis before the row axis, per output index along it: the input
+    /// offset it reads from, or `None` inside a constant pad. Looked up so
+    /// that moving to the next row costs an addition, not a walk over the
+    /// axes with their pad arithmetic.
+    offsets: Vec<Vec<Option<usize>>>,
     /// Offset of the first kept element of the row axis in a source row.
     row_base: usize,
     row_len: usize,
@@ -562,12 +693,8 @@ struct Rows<'a, T> {
 }
 
 impl<'a, T: Copy> Rows<'a, T> {
-    fn new(plan: &'a Plan, src: &'a [T], in_shape: &[usize], fill: T) -> Self {
+    fn new(plan: &Plan, src: &'a [T], in_shape: &[usize], fill: T) -> Self {
         let rank = in_shape.len();
-        let mut stride = vec![1usize; rank];
-        for a in (0..rank.saturating_sub(1)).rev() {
-            stride[a] = stride[a + 1] * in_shape[a + 1];
-        }
         // Axes from `tail` on are untouched, so a block of them is
         // contiguous in input and output alike.
         let tail = (0..rank)
@@ -615,10 +742,8 @@ impl<'a, T: Copy> Rows<'a, T> {
             .collect();
         debug_assert_eq!(runs.iter().map(|r| r.len()).sum::<usize>(), row_len);
         Rows {
-            plan,
             src,
-            outer,
-            stride,
+            offsets: outer_offsets(plan, in_shape, outer),
             row_base,
             row_len,
             runs,
@@ -629,93 +754,176 @@ impl<'a, T: Copy> Rows<'a, T> {
 
     /// Writes the output elements `start..start + dst.len()`.
     fn write(&self, dst: &mut [MaybeUninit<T>], start: usize) {
-        let shape = &self.plan.out_shape[..self.outer];
-        let mut idx = vec![0usize; self.outer];
-        let mut row = start / self.row_len;
-        for a in (0..self.outer).rev() {
-            idx[a] = row % shape[a];
-            row /= shape[a];
+        let mut at = Cursor::new(&self.offsets, self.row_base, start / self.row_len);
+        let col = start % self.row_len;
+        // Only a piece's first and last rows can be partial.
+        let head = if col == 0 {
+            0
+        } else {
+            (self.row_len - col).min(dst.len())
+        };
+        let (first, rest) = dst.split_at_mut(head);
+        if head > 0 {
+            self.write_part(first, at.source(), col);
+            at.advance(&self.offsets);
         }
-        let mut col = start % self.row_len;
-        let mut done = 0;
-        while done < dst.len() {
-            let take = (self.row_len - col).min(dst.len() - done);
-            let part = &mut dst[done..done + take];
-            match self.source_row(&idx) {
-                Some(base) => self.write_row(part, base, col),
-                None => part.fill(MaybeUninit::new(self.fill)),
+        let mut rows = rest.chunks_exact_mut(self.row_len);
+        for row in &mut rows {
+            match at.source() {
+                Some(base) => self.write_whole_row(row, base),
+                None => row.fill(MaybeUninit::new(self.fill)),
             }
-            done += take;
-            col = 0;
-            for a in (0..self.outer).rev() {
-                idx[a] += 1;
-                if idx[a] < shape[a] {
-                    break;
-                }
-                idx[a] = 0;
-            }
+            at.advance(&self.offsets);
+        }
+        let last = rows.into_remainder();
+        if !last.is_empty() {
+            self.write_part(last, at.source(), 0);
         }
     }
 
-    /// Where the kept part of the row at outer index `idx` starts in the
-    /// input, or `None` if the row is all pad value.
-    fn source_row(&self, idx: &[usize]) -> Option<usize> {
-        let p = self.plan;
-        let mut base = self.row_base;
-        for (a, &i) in idx.iter().enumerate() {
-            let j = i as i64 - p.begin[a] as i64;
-            let j = if (0..p.kept[a] as i64).contains(&j) {
-                j as usize
-            } else if p.mode == Mode::Constant {
-                return None;
-            } else {
-                source_index(j, p.kept[a], p.mode)
-            };
-            base += (p.crop_begin[a] + j) * self.stride[a];
+    /// Writes the row elements `col..col + dst.len()` of a row whose source
+    /// starts at `source` (`None`: the row is all pad value).
+    fn write_part(&self, dst: &mut [MaybeUninit<T>], source: Option<usize>, col: usize) {
+        match source {
+            Some(base) => self.write_row(dst, base, col),
+            None => dst.fill(MaybeUninit::new(self.fill)),
         }
-        Some(base)
+    }
+
+    /// Writes a whole row whose source starts at `base`: the runs in order,
+    /// with no search for where a piece starts.
+    #[inline]
+    fn write_whole_row(&self, dst: &mut [MaybeUninit<T>], base: usize) {
+        let mut rest = dst;
+        for &run in &self.runs {
+            let (d, after) = rest.split_at_mut(run.len());
+            self.write_run(d, run, base, 0);
+            rest = after;
+        }
     }
 
     /// Writes the row elements `col..col + dst.len()` of a row whose source
     /// starts at `base`.
     fn write_row(&self, dst: &mut [MaybeUninit<T>], base: usize, col: usize) {
         let end = col + dst.len();
-        // Most rows are written whole; only a piece's first row may not be.
-        let mut k = if col == 0 {
-            0
-        } else {
-            self.starts.partition_point(|&s| s <= col) - 1
-        };
+        let mut k = self.starts.partition_point(|&s| s <= col) - 1;
         let (mut at, mut w) = (col, 0);
         while at < end {
             let (s0, run) = (self.starts[k], self.runs[k]);
             let (lo, hi) = (at - s0, (end - s0).min(run.len()));
-            let d = &mut dst[w..w + (hi - lo)];
-            match run {
-                Run::Fill { .. } => d.fill(MaybeUninit::new(self.fill)),
-                Run::Copy { src, .. } => {
-                    let from = &self.src[base + src + lo..base + src + hi];
-                    if from.len() <= SHORT_RUN {
-                        // A few elements of wrap padding per row: a call
-                        // to memcpy would cost more than moving them.
-                        for (o, &v) in d.iter_mut().zip(from) {
-                            o.write(v);
-                        }
-                    } else {
-                        d.write_copy_of_slice(from);
-                    }
-                }
-                Run::Splat { src, .. } => d.fill(MaybeUninit::new(self.src[base + src])),
-                Run::Rev { end: e, .. } => {
-                    let from = &self.src[base + e - hi..base + e - lo];
-                    for (o, &v) in d.iter_mut().zip(from.iter().rev()) {
-                        o.write(v);
-                    }
-                }
-            }
+            self.write_run(&mut dst[w..w + (hi - lo)], run, base, lo);
             w += hi - lo;
             at = s0 + hi;
             k += 1;
+        }
+    }
+
+    /// Writes the elements `lo..lo + dst.len()` of `run`, in a row whose
+    /// source starts at `base`.
+    #[inline(always)]
+    fn write_run(&self, d: &mut [MaybeUninit<T>], run: Run, base: usize, lo: usize) {
+        let hi = lo + d.len();
+        match run {
+            Run::Fill { .. } => d.fill(MaybeUninit::new(self.fill)),
+            Run::Copy { src, .. } => {
+                let from = &self.src[base + src + lo..base + src + hi];
+                if from.len() <= SHORT_RUN {
+                    // A few elements of wrap padding per row: a call
+                    // to memcpy would cost more than moving them.
+                    for (o, &v) in d.iter_mut().zip(from) {
+                        o.write(v);
+                    }
+                } else {
+                    d.write_copy_of_slice(from);
+                }
+            }
+            Run::Splat { src, .. } => d.fill(MaybeUninit::new(self.src[base + src])),
+            Run::Rev { end: e, .. } => {
+                let from = &self.src[base + e - hi..base + e - lo];
+                for (o, &v) in d.iter_mut().zip(from.iter().rev()) {
+                    o.write(v);
+                }
+            }
+        }
+    }
+}
+
+/// For each of the first `outer` axes, the input offset each output index
+/// reads from (`None` inside a constant pad).
+fn outer_offsets(plan: &Plan, in_shape: &[usize], outer: usize) -> Vec<Vec<Option<usize>>> {
+    let mut stride: usize = in_shape[outer..].iter().product();
+    let mut offsets = vec![Vec::new(); outer];
+    for a in (0..outer).rev() {
+        offsets[a] = (0..plan.out_shape[a])
+            .map(|i| {
+                let j = i as i64 - plan.begin[a] as i64;
+                let j = if (0..plan.kept[a] as i64).contains(&j) {
+                    j as usize
+                } else if plan.mode == Mode::Constant {
+                    return None;
+                } else {
+                    source_index(j, plan.kept[a], plan.mode)
+                };
+                Some((plan.crop_begin[a] + j) * stride)
+            })
+            .collect();
+        stride *= in_shape[a];
+    }
+    offsets
+}
+
+/// A row's outer index, with the source offset of every prefix of it so
+/// that stepping the last axis recomputes one sum.
+struct Cursor {
+    idx: Vec<usize>,
+    /// `base[a]`: the source offset from the axes before `a` (and the row
+    /// axis' crop); `base[outer]` is the row's.
+    base: Vec<Option<usize>>,
+}
+
+impl Cursor {
+    /// The cursor at row number `row`.
+    fn new(offsets: &[Vec<Option<usize>>], row_base: usize, mut row: usize) -> Cursor {
+        let outer = offsets.len();
+        let mut idx = vec![0; outer];
+        for a in (0..outer).rev() {
+            let n = offsets[a].len();
+            idx[a] = row % n;
+            row /= n;
+        }
+        let mut c = Cursor {
+            idx,
+            base: vec![Some(row_base); outer + 1],
+        };
+        c.refresh(offsets, 0);
+        c
+    }
+
+    fn source(&self) -> Option<usize> {
+        self.base[self.idx.len()]
+    }
+
+    /// Moves to the next row (past the last one it wraps to the first).
+    #[inline]
+    fn advance(&mut self, offsets: &[Vec<Option<usize>>]) {
+        for a in (0..self.idx.len()).rev() {
+            self.idx[a] += 1;
+            if self.idx[a] < offsets[a].len() {
+                self.refresh(offsets, a);
+                return;
+            }
+            self.idx[a] = 0;
+        }
+        self.refresh(offsets, 0);
+    }
+
+    /// Recomputes the offsets of the prefixes that end at `from` or later.
+    #[inline]
+    fn refresh(&mut self, offsets: &[Vec<Option<usize>>], from: usize) {
+        for a in from..self.idx.len() {
+            self.base[a + 1] = self.base[a]
+                .zip(offsets[a][self.idx[a]])
+                .map(|(b, o)| b + o);
         }
     }
 }
@@ -1249,6 +1457,41 @@ mod tests {
             assert_eq!(got.iter().cloned().collect::<Vec<_>>(), want, "{what}");
         }
         assert!(parallel_cases > 500, "{parallel_cases}");
+    }
+
+    /// Pieces claimed by several threads at once, in every mode and at
+    /// piece sizes that cut rows and runs, against the per-element
+    /// definition. The pool's helpers may start too late to claim any
+    /// piece in the tests above; here every thread starts at once.
+    #[test]
+    fn pieces_claimed_by_several_threads_match_the_definition() {
+        let shape = [3usize, 5, 7];
+        let pads = [1i64, -1, 2, 0, 2, 3];
+        let n: usize = shape.iter().product();
+        let data: Vec<u32> = (0..n as u32).map(|i| i + 1000).collect();
+        let fill = u32::MAX;
+        for mode in [Mode::Constant, Mode::Reflect, Mode::Edge, Mode::Wrap] {
+            let spec = pads_for_all_axes(&pads, None, shape.len(), "pads").unwrap();
+            let plan = plan(&shape, &spec, mode).unwrap();
+            let rows = Rows::new(&plan, &data, &shape, fill);
+            let (_, want) = per_element(&shape, &pads, mode);
+            let want: Vec<u32> = want.iter().map(|s| s.map_or(fill, |i| data[i])).collect();
+            for chunk in [1, 3, 7, 40, want.len()] {
+                // A value no element should keep, so that reading every
+                // element back is defined whatever the writer did.
+                let mut out = vec![MaybeUninit::new(7u32); want.len()];
+                let pieces = Pieces::new(&rows, &mut out, chunk);
+                std::thread::scope(|s| {
+                    for _ in 0..4 {
+                        s.spawn(|| pieces.drain());
+                    }
+                });
+                pieces.wait();
+                // SAFETY: every element was initialised above.
+                let got: Vec<u32> = out.iter().map(|v| unsafe { v.assume_init() }).collect();
+                assert_eq!(got, want, "mode {mode:?} chunk {chunk}");
+            }
+        }
     }
 
     #[test]
