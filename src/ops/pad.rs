@@ -24,8 +24,6 @@ use crate::tensor::{DataType, Element, Storage, Tensor};
 use half::f16;
 use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn};
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
 
 /// The versions at which Pad changed.
 pub const VERSIONS: [i64; 10] = [1, 2, 11, 13, 18, 19, 21, 23, 24, 25];
@@ -444,7 +442,7 @@ const PARALLEL: Parallel = Parallel {
 /// Pads element types that are plain data. The output is written once, in
 /// place, without being initialised first, so the pad makes one pass over
 /// its memory as a copy does; pieces of it are written in parallel.
-fn apply_copy<T: Copy + Send + Sync + 'static>(
+fn apply_copy<T: Copy + Send + Sync>(
     plan: &Plan,
     input: ArrayViewD<'_, T>,
     fill: T,
@@ -473,140 +471,53 @@ fn apply_copy<T: Copy + Send + Sync + 'static>(
         .map_err(|e| KernelError::Invalid(format!("internal: {e}")))
 }
 
-/// Writes `dst` in pieces, each claimed by whichever thread is free next:
-/// the calling thread and one helper per other pool thread.
-///
-/// The caller works rather than waits, and it waits only for pieces a
-/// helper has claimed, never for a helper to start: a helper that starts
-/// after the last piece is claimed finds nothing and touches nothing. So
-/// when the other cores are busy elsewhere the caller writes the output at
-/// one thread's speed. The alternatives measured slower than one thread on
-/// this 2-core machine while the other core had other work: handing the
-/// whole loop to the pool (a parallel iterator called from outside it), or
-/// a rayon scope, which also waits for helpers that have not started (half
-/// a copy's speed at worst).
-fn write_shared<T: Copy + Send + Sync + 'static>(
+/// Writes `dst` in pieces, each claimed by whichever thread is free next
+/// (`parallel::share`): the calling thread writes pieces itself and never
+/// waits for a helper that has not started. Handing the loop to the pool
+/// (a parallel iterator called from outside it) measured slower than one
+/// thread on this 2-core machine whenever the other core had other work.
+fn write_shared<T: Copy + Send + Sync>(
     rows: &Rows<'_, T>,
     dst: &mut [MaybeUninit<T>],
     par: Parallel,
 ) {
-    let helpers = rayon::current_num_threads().saturating_sub(1);
-    let pieces = (helpers + 1).saturating_mul(par.pieces_per_thread).max(1);
+    let threads = rayon::current_num_threads().max(1);
+    let pieces = threads.saturating_mul(par.pieces_per_thread).max(1);
     let chunk = dst
         .len()
         .div_ceil(pieces)
         .max(par.chunk_bytes.div_ceil(size_of::<T>()))
         .max(1);
-    let shared = Arc::new(Pieces::new(rows, dst, chunk));
-    for _ in 0..helpers.min(shared.count - 1) {
-        let shared = Arc::clone(&shared);
-        rayon::spawn(move || shared.help());
-    }
-    shared.drain();
-    shared.wait();
+    write_pieces(rows, dst, chunk);
 }
 
-/// One output cut into `count` pieces of `chunk` elements (the last may be
-/// shorter), shared by the threads of `write_shared`. The pointers borrow
-/// from `write_shared`'s caller, which `wait`s until every piece is done:
-/// they are valid while some claimed piece is not yet counted in `done`,
-/// and a helper that claims nothing never dereferences them.
-struct Pieces<T: 'static> {
-    dst: *mut MaybeUninit<T>,
-    len: usize,
+/// `dst` in pieces of `chunk` elements (the last may be shorter), shared
+/// between threads.
+fn write_pieces<T: Copy + Send + Sync>(
+    rows: &Rows<'_, T>,
+    dst: &mut [MaybeUninit<T>],
     chunk: usize,
-    count: usize,
-    rows: *const Rows<'static, T>,
-    /// The next piece to claim; values past `count` claim nothing.
-    next: AtomicUsize,
-    /// Pieces written (or failed).
-    done: AtomicUsize,
-    failed: AtomicBool,
-    /// The calling thread, woken when the last piece is done.
-    waiter: std::thread::Thread,
+) {
+    let len = dst.len();
+    let out = SharedOut(dst.as_mut_ptr());
+    crate::ops::parallel::share(len.div_ceil(chunk), &|i| {
+        let start = i * chunk;
+        // SAFETY: piece i (start..start + its length, inside `dst`) is
+        // written by this task alone, and `dst` outlives `share`.
+        let piece =
+            unsafe { std::slice::from_raw_parts_mut(out.at(start), chunk.min(len - start)) };
+        rows.write(piece, start);
+    });
 }
 
-// SAFETY: the pointers are only dereferenced for claimed pieces (see
-// `drain`), each claimed by one thread; `Rows` is only read.
-unsafe impl<T: Send + Sync> Send for Pieces<T> {}
-// SAFETY: as for Send; the shared state is atomic.
-unsafe impl<T: Send + Sync> Sync for Pieces<T> {}
+/// The output's start, shared by the tasks that write its pieces.
+struct SharedOut<T>(*mut MaybeUninit<T>);
+// SAFETY: each task writes its own piece (see `write_pieces`).
+unsafe impl<T: Send> Sync for SharedOut<T> {}
 
-impl<T: Copy + 'static> Pieces<T> {
-    fn new(rows: &Rows<'_, T>, dst: &mut [MaybeUninit<T>], chunk: usize) -> Pieces<T> {
-        Pieces {
-            dst: dst.as_mut_ptr(),
-            len: dst.len(),
-            chunk,
-            count: dst.len().div_ceil(chunk),
-            rows: (rows as *const Rows<'_, T>).cast::<Rows<'static, T>>(),
-            next: AtomicUsize::new(0),
-            done: AtomicUsize::new(0),
-            failed: AtomicBool::new(false),
-            waiter: std::thread::current(),
-        }
-    }
-
-    /// Returns once every piece is done; call after `drain`, when every
-    /// piece is claimed. A short spin covers a helper that is running; past
-    /// it, sleeping frees this core for a helper the scheduler had put off
-    /// (yielding would give it to other processes for a whole time slice).
-    fn wait(&self) {
-        let mut spins = 0u32;
-        while self.done.load(Ordering::Acquire) < self.count {
-            if spins < 1000 {
-                std::hint::spin_loop();
-                spins += 1;
-            } else {
-                std::thread::park_timeout(std::time::Duration::from_millis(1));
-            }
-        }
-        assert!(
-            !self.failed.load(Ordering::Relaxed),
-            "internal: writing a piece of the padded output panicked"
-        );
-    }
-
-    /// A helper's share: nothing if it starts late. A helper the scheduler
-    /// kept waiting while the caller wrote a quarter of the pieces had no
-    /// free core, and on such a busy machine it is also likely to be
-    /// preempted while it holds a piece, which stalls the caller for a
-    /// time slice (measured: medians of 4 to 9 times a copy's time).
-    fn help(&self) {
-        if self.next.load(Ordering::Relaxed) <= self.count / 4 {
-            self.drain();
-        }
-    }
-
-    /// Claims and writes pieces until none is left.
-    fn drain(&self) {
-        loop {
-            let i = self.next.fetch_add(1, Ordering::Relaxed);
-            if i >= self.count {
-                return;
-            }
-            let start = i * self.chunk;
-            let len = self.chunk.min(self.len - start);
-            // A panic must still count the piece done, or the caller would
-            // wait for it forever; the caller then panics in turn.
-            let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                // SAFETY: `fetch_add` gave piece `i` to this thread alone;
-                // it lies inside `dst` (i < count); `dst` is alive because
-                // the caller waits until this piece is counted done below.
-                let piece = unsafe { std::slice::from_raw_parts_mut(self.dst.add(start), len) };
-                // SAFETY: alive for the same reason; only read.
-                let rows = unsafe { &*self.rows };
-                rows.write(piece, start);
-            }));
-            if written.is_err() {
-                self.failed.store(true, Ordering::Relaxed);
-            }
-            // Release: the piece's elements are visible to the caller's
-            // Acquire load before it reads or returns the output.
-            if self.done.fetch_add(1, Ordering::Release) + 1 == self.count {
-                self.waiter.unpark();
-            }
-        }
+impl<T> SharedOut<T> {
+    fn at(&self, start: usize) -> *mut MaybeUninit<T> {
+        self.0.wrapping_add(start)
     }
 }
 
@@ -1461,15 +1372,18 @@ mod tests {
 
     /// Pieces claimed by several threads at once, in every mode and at
     /// piece sizes that cut rows and runs, against the per-element
-    /// definition. The pool's helpers may start too late to claim any
-    /// piece in the tests above; here every thread starts at once.
+    /// definition.
     #[test]
-    fn pieces_claimed_by_several_threads_match_the_definition() {
+    fn pieces_written_by_several_threads_match_the_definition() {
         let shape = [3usize, 5, 7];
         let pads = [1i64, -1, 2, 0, 2, 3];
         let n: usize = shape.iter().product();
         let data: Vec<u32> = (0..n as u32).map(|i| i + 1000).collect();
         let fill = u32::MAX;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(4)
+            .build()
+            .unwrap();
         for mode in [Mode::Constant, Mode::Reflect, Mode::Edge, Mode::Wrap] {
             let spec = pads_for_all_axes(&pads, None, shape.len(), "pads").unwrap();
             let plan = plan(&shape, &spec, mode).unwrap();
@@ -1480,13 +1394,7 @@ mod tests {
                 // A value no element should keep, so that reading every
                 // element back is defined whatever the writer did.
                 let mut out = vec![MaybeUninit::new(7u32); want.len()];
-                let pieces = Pieces::new(&rows, &mut out, chunk);
-                std::thread::scope(|s| {
-                    for _ in 0..4 {
-                        s.spawn(|| pieces.drain());
-                    }
-                });
-                pieces.wait();
+                pool.install(|| write_pieces(&rows, &mut out, chunk));
                 // SAFETY: every element was initialised above.
                 let got: Vec<u32> = out.iter().map(|v| unsafe { v.assume_init() }).collect();
                 assert_eq!(got, want, "mode {mode:?} chunk {chunk}");
