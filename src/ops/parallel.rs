@@ -9,9 +9,29 @@
 //! other core had other work. Here the caller works through the tasks
 //! itself, helpers claim what is left when they start, and the caller waits
 //! only for tasks a helper has claimed.
+//!
+//! A helper that has finished spins for [`SPIN`] watching for the next
+//! `share` call before it gives its pool thread back. On this machine (a
+//! virtual one) a thread that sleeps takes about a millisecond to wake, as
+//! long as a whole convolution: without the spin, helpers arrived after the
+//! caller had done the work alone, and both Conv and onnxruntime with its
+//! spinning turned off ran two threads at one thread's speed. A model runs
+//! kernel after kernel, so the spin keeps the helpers warm across them.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long an idle helper watches for more work before it returns its
+/// pool thread (onnxruntime's threads spin likewise by default).
+const SPIN: Duration = Duration::from_millis(1);
+
+/// The latest shared work, for helpers that are spinning; `EPOCH` counts
+/// its changes.
+static LATEST: Mutex<Option<Arc<Tasks>>> = Mutex::new(None);
+static EPOCH: AtomicUsize = AtomicUsize::new(0);
+/// Helpers spinning now, which will take the next work without a spawn.
+static SPINNING: AtomicUsize = AtomicUsize::new(0);
 
 /// Runs `task(i)` once for every `i` in `0..count`, on the calling thread
 /// and on as many pool threads as start while tasks remain; returns when
@@ -26,12 +46,60 @@ pub(crate) fn share(count: usize, task: &(dyn Fn(usize) + Sync)) {
     // SAFETY: this function returns only after `wait`, when every task is
     // done, and a helper that starts later claims nothing.
     let tasks = Arc::new(unsafe { Tasks::new(count, task) });
-    for _ in 0..helpers.min(count - 1) {
+    *LATEST.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&tasks));
+    EPOCH.fetch_add(1, Ordering::Release);
+    let spinning = SPINNING.load(Ordering::Acquire);
+    for _ in spinning.min(helpers)..helpers.min(count - 1) {
         let tasks = Arc::clone(&tasks);
-        rayon::spawn(move || tasks.help());
+        rayon::spawn(move || helper(tasks));
     }
     tasks.run();
     tasks.wait();
+    // Every task is claimed, so a helper that still picks these up claims
+    // nothing; dropping them here frees them sooner.
+    let mut latest = LATEST.lock().unwrap_or_else(|e| e.into_inner());
+    if latest.as_ref().is_some_and(|t| Arc::ptr_eq(t, &tasks)) {
+        *latest = None;
+    }
+}
+
+/// A pool thread's part: `first`'s tasks, then whatever `share` publishes
+/// while it spins.
+fn helper(first: Arc<Tasks>) {
+    first.help();
+    drop(first);
+    SPINNING.fetch_add(1, Ordering::AcqRel);
+    let mut seen = EPOCH.load(Ordering::Acquire);
+    let mut until = Instant::now() + SPIN;
+    let mut spins = 0u32;
+    loop {
+        let epoch = EPOCH.load(Ordering::Acquire);
+        if epoch != seen {
+            seen = epoch;
+            let latest = LATEST.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            if let Some(tasks) = latest {
+                SPINNING.fetch_sub(1, Ordering::AcqRel);
+                tasks.run();
+                SPINNING.fetch_add(1, Ordering::AcqRel);
+            }
+            until = Instant::now() + SPIN;
+            continue;
+        }
+        spins = spins.wrapping_add(1);
+        if spins % 64 == 0 && Instant::now() > until {
+            break;
+        }
+        std::hint::spin_loop();
+    }
+    SPINNING.fetch_sub(1, Ordering::AcqRel);
+    // Work published while this helper was leaving: take it rather than
+    // leave the caller alone with it.
+    if EPOCH.load(Ordering::Acquire) != seen {
+        let latest = LATEST.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(tasks) = latest {
+            tasks.run();
+        }
+    }
 }
 
 /// The shared state of one [`share`] call.

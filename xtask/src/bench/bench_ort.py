@@ -36,6 +36,8 @@ def main():
     for line in sys.stdin:
         request = json.loads(line)
         sess, feeds = sessions[request["model"]]
+        # The other side's threads may still be spinning: let them stop.
+        time.sleep(0.05)
         sess.run(None, feeds)
         samples = []
         for _ in range(request["reps"]):

@@ -105,6 +105,9 @@ fn conv_model(s: &ConvShape) -> (Model, Tensor) {
 /// Rounds of alternation between ours and onnxruntime per shape.
 const ROUNDS: usize = 5;
 
+/// The pause before each side's round.
+const SETTLE: Duration = Duration::from_millis(50);
+
 fn median_of(samples: &mut [f64]) -> f64 {
     samples.sort_by(f64::total_cmp);
     samples.get(samples.len() / 2).copied().unwrap_or(f64::NAN)
@@ -232,6 +235,10 @@ pub fn bench_conv(reps: usize, figures: &mut Figures) -> Result<()> {
             let per_round = reps.div_ceil(ROUNDS).max(1);
             let (mut mine, mut theirs) = (Vec::new(), Vec::new());
             for _ in 0..ROUNDS {
+                // Each side's pool threads spin for a while after their
+                // work (onnxruntime's by default): a pause between sides
+                // lets them stop before the other side is timed.
+                std::thread::sleep(SETTLE);
                 pool.install(|| {
                     black_box(prepared.run(black_box(inputs)).expect("conv"));
                     for _ in 0..per_round {
