@@ -86,7 +86,7 @@ fn helper(first: Arc<Tasks>) {
             continue;
         }
         spins = spins.wrapping_add(1);
-        if spins % 64 == 0 && Instant::now() > until {
+        if spins.is_multiple_of(64) && Instant::now() > until {
             break;
         }
         std::hint::spin_loop();
