@@ -26,6 +26,11 @@ use std::time::{Duration, Instant};
 /// pool thread (onnxruntime's threads spin likewise by default).
 const SPIN: Duration = Duration::from_millis(1);
 
+/// Pieces of work per pool thread: enough that a thread slowed by other
+/// work leaves the rest to the others, few enough that claiming them costs
+/// little.
+const PIECES_PER_THREAD: usize = 8;
+
 /// The latest shared work, for helpers that are spinning; `EPOCH` counts
 /// its changes.
 static LATEST: Mutex<Option<Arc<Tasks>>> = Mutex::new(None);
@@ -106,9 +111,14 @@ fn helper(first: Arc<Tasks>) {
 struct Tasks {
     task: *const (dyn Fn(usize) + Sync),
     count: usize,
-    /// The next task to claim; values from `count` on claim nothing.
+    /// Tasks are claimed in `pieces` runs of consecutive indices: a claim
+    /// is two atomic updates on a line the other cores also write, which
+    /// costs more than the smallest tasks callers hand in (a depthwise
+    /// plane: a couple of microseconds).
+    pieces: usize,
+    /// The next piece to claim; values from `pieces` on claim nothing.
     next: AtomicUsize,
-    /// Tasks finished (or panicked).
+    /// Pieces finished (or panicked).
     done: AtomicUsize,
     failed: AtomicBool,
     /// The calling thread, woken when the last task is done.
@@ -139,6 +149,7 @@ impl Tasks {
                 >(task)
             },
             count,
+            pieces: count.min(PIECES_PER_THREAD * rayon::current_num_threads().max(1)),
             next: AtomicUsize::new(0),
             done: AtomicUsize::new(0),
             failed: AtomicBool::new(false),
@@ -151,7 +162,7 @@ impl Tasks {
     /// had no free core, and on such a busy machine it is likely to be
     /// preempted again while it holds a task, stalling the caller.
     fn help(&self) {
-        if self.next.load(Ordering::Relaxed) <= self.count / 4 {
+        if self.next.load(Ordering::Relaxed) <= self.pieces / 4 {
             self.run();
         }
     }
@@ -159,40 +170,47 @@ impl Tasks {
     /// Claims and runs tasks until none is left.
     fn run(&self) {
         loop {
-            let i = self.next.fetch_add(1, Ordering::Relaxed);
-            if i >= self.count {
+            let piece = self.next.fetch_add(1, Ordering::Relaxed);
+            if piece >= self.pieces {
                 return;
             }
+            let (i0, i1) = (
+                piece * self.count / self.pieces,
+                (piece + 1) * self.count / self.pieces,
+            );
             // A panic must still count the task done, or the caller would
             // wait for it forever; the caller panics in turn.
             let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                // SAFETY: task i (below count) is claimed and not yet
-                // counted done, so `share` has not returned and the closure
-                // is alive.
-                unsafe { (*self.task)(i) }
+                // SAFETY: the piece (of tasks below count) is claimed and
+                // not yet counted done, so `share` has not returned and the
+                // closure is alive.
+                (i0..i1).for_each(|i| unsafe { (*self.task)(i) })
             }));
             if ran.is_err() {
                 self.failed.store(true, Ordering::Relaxed);
             }
             // Release: the task's writes are visible to the caller's Acquire
             // load before it reads them.
-            if self.done.fetch_add(1, Ordering::Release) + 1 == self.count {
+            if self.done.fetch_add(1, Ordering::Release) + 1 == self.pieces {
                 self.waiter.unpark();
             }
         }
     }
 
     /// Returns once every task is done; called after `run`, when every task
-    /// is claimed. A short spin covers a helper that is running; past it,
-    /// parking frees this core for a helper the scheduler had put off.
+    /// is claimed, so what is left is a helper's last task. Spinning for up
+    /// to [`SPIN`] covers a helper that is running: parking the caller would
+    /// cost a wake-up as long as a convolution here. Past it the helper was
+    /// likely preempted, and parking frees this core for it.
     fn wait(&self) {
+        let start = Instant::now();
         let mut spins = 0u32;
-        while self.done.load(Ordering::Acquire) < self.count {
-            if spins < 1000 {
+        while self.done.load(Ordering::Acquire) < self.pieces {
+            spins = spins.wrapping_add(1);
+            if !spins.is_multiple_of(64) || start.elapsed() < SPIN {
                 std::hint::spin_loop();
-                spins += 1;
             } else {
-                std::thread::park_timeout(std::time::Duration::from_millis(1));
+                std::thread::park_timeout(Duration::from_micros(200));
             }
         }
         assert!(
