@@ -37,8 +37,8 @@
 //! Speed against onnxruntime 1.32: `cargo xtask bench` measures it, with
 //! figures in the README. On an AVX-512 Xeon (2 cores) the direct kernel
 //! runs at about 90% of the FMA peak with its operands in L1 and 66-80% on
-//! whole convolutions; onnxruntime's NCHWc kernels 72-93% (one thread, this session). The
-//! depthwise kernel runs at or above onnxruntime (memory bounds it).
+//! whole convolutions, onnxruntime's NCHWc kernels at 72-93% (one thread).
+//! The depthwise kernel runs at or above onnxruntime (memory bounds it).
 //!
 //! `auto_pad` SAME_UPPER / SAME_LOWER give an output of `ceil(in / stride)`
 //! per axis in every version; Conv-1's text ("output size matches input
