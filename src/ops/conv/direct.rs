@@ -42,14 +42,14 @@ const ITEM_WEIGHT_BYTES: usize = 512 << 10;
 /// tap reads it.
 pub(super) struct Layout {
     /// Phase-plane extent along each spatial axis.
-    q: Vec<usize>,
+    pub(super) q: Vec<usize>,
     /// Elements per input channel (all its phase planes).
-    chan: usize,
+    pub(super) chan: usize,
     /// Positions computed per output channel: the output's first extent
     /// times the plane's other extents.
     positions: usize,
     /// Shift of each kernel tap (row-major kernel order) within a channel.
-    taps: Vec<usize>,
+    pub(super) taps: Vec<usize>,
     /// Buffer length for one image: every channel, plus the reach of the
     /// last tile past the last channel.
     len: usize,
@@ -182,23 +182,10 @@ pub(super) fn conv_direct(
         .collect();
     let os = g.out_size();
     let yp = SendPtr(y.as_mut_ptr() as *mut f32);
-    // The calling thread's buffer from its last call, when there is one: a
-    // model run many times would otherwise allocate (and on many systems
-    // page-fault) a copy of its input on every run.
-    let mut buf = BUFFER.with(|cell| std::mem::take(&mut *cell.borrow_mut()));
-    buf.clear();
-    buf.reserve_exact(layout.len);
+    let mut buf = take_buffer(layout);
     for n in 0..g.batch {
         let image = &x[n * g.in_channels * g.in_size()..(n + 1) * g.in_channels * g.in_size()];
-        buf.clear();
-        fill(
-            g,
-            layout,
-            image,
-            &mut buf.spare_capacity_mut()[..layout.len],
-        );
-        // SAFETY: `fill` wrote all `layout.len` elements.
-        unsafe { buf.set_len(layout.len) };
+        fill_buffer(g, layout, image, &mut buf);
         let buf = &buf;
         let items = g.group * block_items * tile_items;
         crate::ops::parallel::share(items, &|item| {
@@ -283,9 +270,37 @@ pub(super) fn conv_direct(
             }
         });
     }
+    keep_buffer(buf);
+}
+
+/// The calling thread's buffer from its last call, when there is one, with
+/// room for `layout`: a model run many times would otherwise allocate (and
+/// on many systems page-fault) a copy of its input on every run.
+pub(super) fn take_buffer(layout: &Layout) -> Vec<f32> {
+    let mut buf = BUFFER.with(|cell| std::mem::take(&mut *cell.borrow_mut()));
+    buf.clear();
+    buf.reserve_exact(layout.len);
+    buf
+}
+
+/// Gives the buffer back for the thread's next call, unless it is large.
+pub(super) fn keep_buffer(buf: Vec<f32>) {
     if buf.capacity() <= KEPT_BUFFER_BYTES / 4 {
         BUFFER.with(|cell| *cell.borrow_mut() = buf);
     }
+}
+
+/// Makes `buf` (from [`take_buffer`]) one image's phase-split copy.
+pub(super) fn fill_buffer(g: &Geometry, layout: &Layout, image: &[f32], buf: &mut Vec<f32>) {
+    buf.clear();
+    fill(
+        g,
+        layout,
+        image,
+        &mut buf.spare_capacity_mut()[..layout.len],
+    );
+    // SAFETY: `fill` wrote all `layout.len` elements.
+    unsafe { buf.set_len(layout.len) };
 }
 
 thread_local! {

@@ -54,6 +54,7 @@ use std::borrow::Cow;
 
 mod depthwise;
 mod direct;
+mod direct_lanes;
 mod geometry;
 mod im2col;
 mod im2col_gemm;
@@ -68,7 +69,7 @@ use depthwise::*;
 use geometry::*;
 pub use geometry::{geometry, AutoPad, ConvAttrs, Geometry};
 use im2col_gemm::*;
-use packing::{DirectWeights, PackedWeights};
+use packing::{DirectWeights, LaneWeights, PackedWeights};
 use pointwise::*;
 pub use prepared::prepare;
 
@@ -127,6 +128,7 @@ pub fn run(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
     let packs = Packs {
         gemm: prepared.and_then(|p| p.packed.as_ref()),
         direct: prepared.and_then(|p| p.direct.as_ref()),
+        lanes: prepared.and_then(|p| p.lanes.as_ref()),
     };
     let out = match (x.storage(), w.storage()) {
         (Storage::F32(xa), Storage::F32(wa)) => {
@@ -235,6 +237,9 @@ pub(crate) enum KernelPath {
     DirectAvx2,
     /// The same for AVX-512F; `Avx512` elsewhere.
     DirectAvx512,
+    /// The channel-lane direct kernel (AVX-512F) wherever it can run;
+    /// `Avx512` elsewhere.
+    LanesAvx512,
     /// The `gemm` crate and the plain depthwise loops.
     Portable,
 }
@@ -244,7 +249,7 @@ impl KernelPath {
     fn isa(self) -> Isa {
         let forced = match self {
             KernelPath::Auto => return Isa::detect(),
-            KernelPath::Avx512 | KernelPath::DirectAvx512 => Isa::Avx512,
+            KernelPath::Avx512 | KernelPath::DirectAvx512 | KernelPath::LanesAvx512 => Isa::Avx512,
             KernelPath::Avx2 | KernelPath::DirectAvx2 => Isa::Avx2,
             KernelPath::Portable => return Isa::Portable,
         };
@@ -296,6 +301,9 @@ fn conv_prepacked(
         direct: packs
             .direct
             .filter(|p| p.fits(g.out_channels, g.group, kdim)),
+        lanes: packs
+            .lanes
+            .filter(|p| p.fits(g.out_channels, g.group, kdim)),
     };
     conv_on(g, x, w, bias, scratch_bytes, KernelPath::Auto, packs)
 }
@@ -308,6 +316,8 @@ pub(crate) struct Packs<'a> {
     pub gemm: Option<&'a PackedWeights>,
     /// For the direct kernel.
     pub direct: Option<&'a DirectWeights>,
+    /// For the channel-lane direct kernel.
+    pub lanes: Option<&'a LaneWeights>,
 }
 
 /// When `Auto` takes the direct kernel over im2col + GEMM, from single-
@@ -368,7 +378,7 @@ pub(crate) fn conv_on<T: Real>(
     }
     let is_f32 = std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>();
     if is_f32 && os > 0 && planes > 0 && !g.is_pointwise() {
-        if let Some(layout) = direct_layout(g, path, scratch_bytes) {
+        if let Some((layout, kernel)) = direct_layout(g, path, scratch_bytes) {
             // SAFETY: T is f32 (checked above), so the slices have that type.
             let (xf, wf, bf) = unsafe {
                 (
@@ -376,14 +386,6 @@ pub(crate) fn conv_on<T: Real>(
                     std::slice::from_raw_parts(w.as_ptr() as *const f32, w.len()),
                     bias.map(|b| std::slice::from_raw_parts(b.as_ptr() as *const f32, b.len())),
                 )
-            };
-            let packed;
-            let dw = match packs.direct {
-                Some(p) => p,
-                None => {
-                    packed = DirectWeights::new(g.out_channels, g.group, kdim, wf);
-                    &packed
-                }
             };
             let mut y = Vec::<T>::with_capacity(planes * os);
             // SAFETY: T is f32; the spare capacity is planes * os elements.
@@ -393,8 +395,31 @@ pub(crate) fn conv_on<T: Real>(
                     planes * os,
                 )
             };
-            rayon::scope(|_| direct::conv_direct(g, &layout, xf, dw, bf, out, isa));
-            // SAFETY: conv_direct wrote all planes * os elements.
+            match kernel {
+                DirectKernel::Positions => {
+                    let packed;
+                    let dw = match packs.direct {
+                        Some(p) => p,
+                        None => {
+                            packed = DirectWeights::new(g.out_channels, g.group, kdim, wf);
+                            &packed
+                        }
+                    };
+                    rayon::scope(|_| direct::conv_direct(g, &layout, xf, dw, bf, out, isa));
+                }
+                DirectKernel::Channels => {
+                    let packed;
+                    let lw = match packs.lanes {
+                        Some(p) => p,
+                        None => {
+                            packed = LaneWeights::new(g.out_channels, g.group, kdim, wf);
+                            &packed
+                        }
+                    };
+                    rayon::scope(|_| direct_lanes::conv_direct_lanes(g, &layout, xf, lw, bf, out));
+                }
+            }
+            // SAFETY: both kernels write all planes * os elements.
             unsafe { y.set_len(planes * os) };
             return y;
         }
@@ -433,20 +458,51 @@ pub(crate) fn conv_on<T: Real>(
     y
 }
 
-/// The direct kernel's layout when `path` runs it for `g` (f32, neither 1x1
-/// nor depthwise, checked by the caller): forced by the `Direct` paths, or
-/// picked by `Auto` on AVX-512 or AVX2 when few computed positions are
-/// dropped and enough output channels fill its register tile. Its buffer
-/// must fit the scratch limit either way.
-fn direct_layout(g: &Geometry, path: KernelPath, scratch_bytes: usize) -> Option<direct::Layout> {
-    let forced = matches!(path, KernelPath::DirectAvx2 | KernelPath::DirectAvx512);
-    let auto = path == KernelPath::Auto && Isa::detect() != Isa::Portable;
-    if !(forced || auto) {
-        return None;
-    }
+/// The two direct kernels: what their vector lanes hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum DirectKernel {
+    /// Positions (`direct.rs`): AVX-512 or AVX2.
+    Positions,
+    /// Output channels (`direct_lanes.rs`): AVX-512 only.
+    Channels,
+}
+
+/// The direct kernel `path` runs for `g` (f32, neither 1x1 nor depthwise,
+/// checked by the caller), and its layout: forced by the `Direct` and
+/// `Lanes` paths, or picked by `Auto` where `lanes_pay` or `direct_pays`
+/// says it beats im2col + GEMM. Its buffer must fit the scratch limit
+/// either way.
+fn direct_layout(
+    g: &Geometry,
+    path: KernelPath,
+    scratch_bytes: usize,
+) -> Option<(direct::Layout, DirectKernel)> {
+    let isa = Isa::detect();
+    let kernel = match path {
+        KernelPath::DirectAvx2 | KernelPath::DirectAvx512 => DirectKernel::Positions,
+        KernelPath::LanesAvx512 => DirectKernel::Channels,
+        KernelPath::Auto if isa == Isa::Avx512 && lanes_pay(g) => DirectKernel::Channels,
+        KernelPath::Auto if isa != Isa::Portable => DirectKernel::Positions,
+        _ => return None,
+    };
     let layout = direct::Layout::new(g);
     let fits = layout.bytes() <= scratch_bytes;
-    (fits && (forced || direct_pays(g, &layout, Isa::detect()))).then_some(layout)
+    let pays = path != KernelPath::Auto
+        || kernel == DirectKernel::Channels
+        || direct_pays(g, &layout, isa);
+    (fits && pays).then_some((layout, kernel))
+}
+
+/// When `Auto` on AVX-512 takes the channel-lane kernel: when the output
+/// channels of a group fill its blocks of 64 (so no lane computes a
+/// channel that is not there). A one-thread probe of both direct kernels
+/// (3x3 with 64 to 512 channels on 7x7 to 56x56 images, and the 7x7
+/// stride-2 first layer) had it as fast or faster on every shape, most
+/// on 14x14 and 7x7 images, whose rows the position kernel pads to whole
+/// vectors.
+fn lanes_pay(g: &Geometry) -> bool {
+    let mg = g.out_channels / g.group;
+    mg > 0 && mg.is_multiple_of(direct_lanes::BLOCK)
 }
 
 pub(super) fn threads() -> usize {

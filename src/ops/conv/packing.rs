@@ -110,3 +110,63 @@ impl DirectWeights {
         &self.data[(gi * self.blocks + b) * self.kdim * OCB..][..self.kdim * OCB]
     }
 }
+
+/// Conv weights in the channel-lane kernel's order (`direct_lanes.rs`): per
+/// group, per block of `direct_lanes::BLOCK` output channels, each (input
+/// channel, tap) entry as BLOCK consecutive values, output channels past
+/// the group's end zero.
+pub(crate) struct LaneWeights {
+    out_channels: usize,
+    group: usize,
+    kdim: usize,
+    blocks: usize,
+    data: Vec<f32>,
+    /// Where the packed values start in `data`: at a 64-byte boundary, so
+    /// that no vector load of them straddles two cache lines.
+    start: usize,
+}
+
+impl LaneWeights {
+    /// Packs `w` (`out_channels` rows of `kdim` values, `group` consecutive
+    /// blocks of rows).
+    pub(crate) fn new(out_channels: usize, group: usize, kdim: usize, w: &[f32]) -> LaneWeights {
+        use super::direct_lanes::BLOCK;
+        assert!(group > 0 && out_channels.is_multiple_of(group));
+        assert!(w.len() >= out_channels * kdim);
+        let mg = out_channels / group;
+        let blocks = mg.div_ceil(BLOCK);
+        let len = group * blocks * kdim * BLOCK;
+        let mut data = vec![0f32; len + 15];
+        let start = data.as_ptr().align_offset(64).min(15);
+        let packed = &mut data[start..start + len];
+        for gi in 0..group {
+            for oc in 0..mg {
+                let (b, o) = (oc / BLOCK, oc % BLOCK);
+                let src = &w[(gi * mg + oc) * kdim..][..kdim];
+                let dst = &mut packed[(gi * blocks + b) * kdim * BLOCK..][..kdim * BLOCK];
+                for (j, &v) in src.iter().enumerate() {
+                    dst[j * BLOCK + o] = v;
+                }
+            }
+        }
+        LaneWeights {
+            out_channels,
+            group,
+            kdim,
+            blocks,
+            data,
+            start,
+        }
+    }
+
+    /// True when these weights were packed for this shape.
+    pub(crate) fn fits(&self, out_channels: usize, group: usize, kdim: usize) -> bool {
+        (self.out_channels, self.group, self.kdim) == (out_channels, group, kdim)
+    }
+
+    /// Block `b` of group `gi`: `kdim` entries of BLOCK values.
+    pub(crate) fn block(&self, gi: usize, b: usize) -> &[f32] {
+        use super::direct_lanes::BLOCK;
+        &self.data[self.start + (gi * self.blocks + b) * self.kdim * BLOCK..][..self.kdim * BLOCK]
+    }
+}

@@ -15,6 +15,8 @@ pub(crate) struct Prepared {
     pub packed: Option<PackedWeights>,
     /// The same for the direct kernel, when the run may take it.
     pub direct: Option<DirectWeights>,
+    /// The same for the channel-lane direct kernel.
+    pub lanes: Option<LaneWeights>,
 }
 
 /// Prepares a node whose W is constant; declines otherwise. Nothing here is
@@ -32,18 +34,21 @@ pub fn prepare(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> Option<Box<NodeSt
         Storage::F32(a) => a.as_slice()?,
         _ => &widened,
     };
-    let (packed, direct) = match pack(ctx, w.shape(), weights) {
-        Some(Pack::Gemm(p)) => (Some(p), None),
-        Some(Pack::Direct(p)) => (None, Some(p)),
-        None => (None, None),
-    };
-    if widened.is_empty() && packed.is_none() && direct.is_none() {
+    let (mut packed, mut direct, mut lanes) = (None, None, None);
+    match pack(ctx, w.shape(), weights) {
+        Some(Pack::Gemm(p)) => packed = Some(p),
+        Some(Pack::Direct(p)) => direct = Some(p),
+        Some(Pack::Lanes(p)) => lanes = Some(p),
+        None => {}
+    }
+    if widened.is_empty() && packed.is_none() && direct.is_none() && lanes.is_none() {
         return None;
     }
     Some(Box::new(Prepared {
         widened,
         packed,
         direct,
+        lanes,
     }))
 }
 
@@ -51,12 +56,13 @@ pub fn prepare(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> Option<Box<NodeSt
 enum Pack {
     Gemm(PackedWeights),
     Direct(DirectWeights),
+    Lanes(LaneWeights),
 }
 
 /// Packs W for the path the run will most likely take (the input's shape is
-/// not known yet): the direct kernel for kernels larger than 1x1 where
-/// `direct_pays` would pick it,
-/// the GEMM otherwise, when its shape and `group` are ones the run could
+/// not known yet): for kernels larger than 1x1, the channel-lane kernel
+/// where `lanes_pay` would pick it and the direct kernel where
+/// `direct_pays` would, the GEMM otherwise, when its shape and `group` are ones the run could
 /// accept. The run checks them again and uses the packing only if it fits,
 /// packing per call otherwise.
 fn pack(ctx: &KernelCtx, shape: &[usize], w: &[f32]) -> Option<Pack> {
@@ -78,6 +84,11 @@ fn pack(ctx: &KernelCtx, shape: &[usize], w: &[f32]) -> Option<Pack> {
         Isa::Avx512 => taps > 1,
         _ => taps > 1 && shape[1] <= super::DIRECT_AVX2_MAX_CHANNELS,
     };
+    let lanes =
+        isa == Isa::Avx512 && taps > 1 && (m / group).is_multiple_of(super::direct_lanes::BLOCK);
+    if lanes {
+        return Some(Pack::Lanes(LaneWeights::new(m, group, kdim, w)));
+    }
     if direct {
         return Some(Pack::Direct(DirectWeights::new(m, group, kdim, w)));
     }

@@ -194,6 +194,7 @@ fn check_against_reference(
         Packs {
             gemm: Some(&prepacked),
             direct: Some(&DirectWeights::new(g.out_channels, g.group, kdim, &w32)),
+            lanes: Some(&LaneWeights::new(g.out_channels, g.group, kdim, &w32)),
         },
     );
     assert!(
@@ -263,7 +264,17 @@ fn check_path(path: KernelPath) {
     let pads = |p: i64, rank: usize| Some(vec![p; 2 * rank]);
     // (what, attributes, X shape, W shape, scratch bytes)
     type Shape<'a> = (&'a str, ConvAttrs, &'a [usize], &'a [usize], usize);
-    let targeted: [Shape; 10] = [
+    let targeted: [Shape; 11] = [
+        (
+            "72 output channels (a whole block of 64 and a part), K = 288",
+            ConvAttrs {
+                pads: pads(1, 2),
+                ..Default::default()
+            },
+            &[1, 32, 9, 11],
+            &[72, 32, 3, 3],
+            TILE_BYTES,
+        ),
         (
             "3x3, 13 rows, 323 columns",
             ConvAttrs {
@@ -401,6 +412,12 @@ fn direct_avx2_kernel_meets_the_rounding_bound() {
 #[cfg_attr(no_avx512, ignore = "this CPU has no AVX-512F")]
 fn direct_avx512_kernel_meets_the_rounding_bound() {
     check_path(KernelPath::DirectAvx512);
+}
+
+#[test]
+#[cfg_attr(no_avx512, ignore = "this CPU has no AVX-512F")]
+fn channel_lane_kernel_meets_the_rounding_bound() {
+    check_path(KernelPath::LanesAvx512);
 }
 
 /// Depthwise taps that fall in the padding are skipped, not multiplied by
