@@ -106,6 +106,15 @@ impl Layout {
         (self.taps.len() / last).max(1) * (tile + reach)
     }
 
+    /// True when one channel's phase planes are the input channel as it
+    /// is (no padding, unit strides): the buffer's channels would copy the
+    /// image.
+    pub(super) fn is_image(&self, g: &Geometry) -> bool {
+        g.strides.iter().all(|&s| s == 1)
+            && g.pads_begin.iter().chain(&g.pads_end).all(|&p| p == 0)
+            && self.chan == g.in_size()
+    }
+
     /// Bytes of the per-image buffer.
     pub(super) fn bytes(&self) -> usize {
         self.len * std::mem::size_of::<f32>()

@@ -117,11 +117,23 @@ pub(super) fn conv_direct_lanes(
         })
         .collect();
     let yp = SendPtr(y.as_mut_ptr() as *mut f32);
-    let mut buf = super::direct::take_buffer(layout);
+    // Without padding or striding the phase-split copy would be the image
+    // itself: the tiles read X directly. Their reads end at the last
+    // output position's last tap, the image's last element.
+    let unpadded = layout.is_image(g);
+    let mut buf = if unpadded {
+        Vec::new()
+    } else {
+        super::direct::take_buffer(layout)
+    };
     for n in 0..g.batch {
         let image = &x[n * g.in_channels * g.in_size()..(n + 1) * g.in_channels * g.in_size()];
-        super::direct::fill_buffer(g, layout, image, &mut buf);
-        let buf = &buf;
+        let buf: &[f32] = if unpadded {
+            image
+        } else {
+            super::direct::fill_buffer(g, layout, image, &mut buf);
+            &buf
+        };
         let items = g.group * block_items * tile_items;
         crate::ops::parallel::share(items, &|item| {
             let ti = item % tile_items;
@@ -190,7 +202,9 @@ pub(super) fn conv_direct_lanes(
             }
         });
     }
-    super::direct::keep_buffer(buf);
+    if !unpadded {
+        super::direct::keep_buffer(buf);
+    }
 }
 
 /// One register tile: BLOCK output channels x POSITIONS positions, from the
