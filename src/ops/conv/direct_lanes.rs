@@ -150,6 +150,7 @@ pub(super) fn conv_direct_lanes(
             // every tile writes its rows before anything reads them.
             let mut sums = Vec::<f32>::with_capacity(GROUP_TILES * POSITIONS * BLOCK);
             let sums = sums.as_mut_ptr();
+            let mut lines: Vec<*const f32> = Vec::new();
             for b in bi * bc..((bi + 1) * bc).min(blocks) {
                 let wb = w.block(gi, b);
                 let bb = biases[(gi * blocks + b) * BLOCK..].as_ptr();
@@ -160,19 +161,23 @@ pub(super) fn conv_direct_lanes(
                     let plane0 = yp
                         .get()
                         .wrapping_add((n * g.out_channels + gi * mg + b * BLOCK) * os + q0);
+                    // The output lines the group will write, handed out
+                    // over its tiles' first chunk, one per (channel, tap)
+                    // step: the write-out then finds them in cache instead
+                    // of waiting on 64 planes' misses, and no burst of
+                    // prefetches stalls on the line fill buffers.
+                    lines.clear();
+                    lines.extend(write_lines(plane0, channels, count, os));
                     let group_tiles = group_bases.len() / POSITIONS;
                     for k0 in (0..kdim).step_by(chunk) {
                         let k1 = (k0 + chunk).min(kdim);
                         for (t, base) in group_bases.chunks_exact(POSITIONS).enumerate() {
-                            if k0 == 0 {
-                                // The output lines the group will write, a
-                                // share of the channels before each tile:
-                                // the write-out then finds them in cache
-                                // instead of waiting on 64 planes' misses.
-                                let c =
-                                    channels * t / group_tiles..channels * (t + 1) / group_tiles;
-                                prefetch_for_write(plane0, c, count, os);
-                            }
+                            let prefetch = if k0 == 0 {
+                                &lines[lines.len() * t / group_tiles
+                                    ..lines.len() * (t + 1) / group_tiles]
+                            } else {
+                                &[]
+                            };
                             // SAFETY: the CPU has AVX-512F (asserted
                             // above); every base plus every shift lies
                             // inside the buffer (a position's base is at
@@ -189,6 +194,7 @@ pub(super) fn conv_direct_lanes(
                                     wb[k0 * BLOCK..].as_ptr(),
                                     (k0 == 0).then_some(bb),
                                     sums.add(t * POSITIONS * BLOCK),
+                                    prefetch,
                                 )
                             };
                         }
@@ -210,7 +216,7 @@ pub(super) fn conv_direct_lanes(
 /// One register tile: BLOCK output channels x POSITIONS positions, from the
 /// biases (the first chunk) or `sums` (the partial sums of the earlier
 /// chunks) through the chunk's (channel, tap) shifts, into `sums` by
-/// position.
+/// position; one line of `prefetch` is asked for (for writing) per shift.
 ///
 /// # Safety
 /// AVX-512F; `bases` holds POSITIONS values, `x + base + shift` in bounds
@@ -225,6 +231,7 @@ unsafe fn tile(
     w: *const f32,
     bias: Option<*const f32>,
     sums: *mut f32,
+    prefetch: &[*const f32],
 ) {
     use std::arch::x86_64::*;
     let mut acc: [[__m512; VECS]; POSITIONS] = match bias {
@@ -235,15 +242,28 @@ unsafe fn tile(
     };
     let xp: [*const f32; POSITIONS] = std::array::from_fn(|i| x.add(bases[i]));
     let mut wp = w;
-    for &s in shifts {
-        let wv: [__m512; VECS] = std::array::from_fn(|v| _mm512_loadu_ps(wp.add(v * 16)));
-        for (i, row) in acc.iter_mut().enumerate() {
-            let xv = _mm512_set1_ps(*xp[i].add(s));
-            for v in 0..VECS {
-                row[v] = _mm512_fmadd_ps(wv[v], xv, row[v]);
+    macro_rules! step {
+        ($s:expr) => {
+            let wv: [__m512; VECS] = std::array::from_fn(|v| _mm512_loadu_ps(wp.add(v * 16)));
+            for (i, row) in acc.iter_mut().enumerate() {
+                let xv = _mm512_set1_ps(*xp[i].add($s));
+                for v in 0..VECS {
+                    row[v] = _mm512_fmadd_ps(wv[v], xv, row[v]);
+                }
             }
-        }
-        wp = wp.add(BLOCK);
+            wp = wp.add(BLOCK);
+        };
+    }
+    let (first, rest) = shifts.split_at(prefetch.len().min(shifts.len()));
+    for (&s, &line) in first.iter().zip(prefetch) {
+        _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
+        step!(s);
+    }
+    for &s in rest {
+        step!(s);
+    }
+    for &line in &prefetch[first.len()..] {
+        _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
     }
     for (i, row) in acc.iter().enumerate() {
         for (v, a) in row.iter().enumerate() {
@@ -252,21 +272,23 @@ unsafe fn tile(
     }
 }
 
-/// Asks for the cache lines of `count` positions from `plane0` in planes
-/// `channels` (`os` apart), for writing. A hint: no memory is accessed.
-fn prefetch_for_write(plane0: *mut f32, channels: std::ops::Range<usize>, count: usize, os: usize) {
-    #[cfg(target_arch = "x86_64")]
-    for c in channels {
-        let row = plane0.wrapping_add(c * os);
-        for i in (0..count).step_by(16).chain(std::iter::once(count - 1)) {
-            // SAFETY: a prefetch neither reads nor faults.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_ET0 }>(
-                    row.wrapping_add(i) as *const i8,
-                )
-            };
-        }
-    }
+/// The cache lines (one address in each) of `count` positions from
+/// `plane0` in the first `channels` planes, `os` apart.
+fn write_lines(
+    plane0: *mut f32,
+    channels: usize,
+    count: usize,
+    os: usize,
+) -> impl Iterator<Item = *const f32> {
+    (0..channels).flat_map(move |c| {
+        let row = plane0.wrapping_add(c * os) as *const f32;
+        // Every 16th position (one line apart) and the last: each line
+        // the run touches.
+        (0..count)
+            .step_by(16)
+            .chain(count.checked_sub(1))
+            .map(move |i| row.wrapping_add(i))
+    })
 }
 
 /// Writes `count` positions of sums (position by position, BLOCK channels
@@ -357,6 +379,7 @@ pub(super) unsafe fn tile(
     _: *const f32,
     _: Option<*const f32>,
     _: *mut f32,
+    _: &[*const f32],
 ) {
     unreachable!("the channel-lane kernel is only chosen on x86-64")
 }
