@@ -166,8 +166,7 @@ pub(super) fn conv_direct_lanes(
                     // step: the write-out then finds them in cache instead
                     // of waiting on 64 planes' misses, and no burst of
                     // prefetches stalls on the line fill buffers.
-                    lines.clear();
-                    lines.extend(write_lines(plane0, channels, count, os));
+                    write_lines(&mut lines, plane0, channels, count, os);
                     let group_tiles = group_bases.len() / POSITIONS;
                     for k0 in (0..kdim).step_by(chunk) {
                         let k1 = (k0 + chunk).min(kdim);
@@ -272,23 +271,31 @@ unsafe fn tile(
     }
 }
 
-/// The cache lines (one address in each) of `count` positions from
-/// `plane0` in the first `channels` planes, `os` apart.
+/// Replaces `lines` with the cache lines (one address in each) of `count`
+/// positions from `plane0` in the first `channels` planes, `os` apart.
 fn write_lines(
+    lines: &mut Vec<*const f32>,
     plane0: *mut f32,
     channels: usize,
     count: usize,
     os: usize,
-) -> impl Iterator<Item = *const f32> {
-    (0..channels).flat_map(move |c| {
+) {
+    lines.clear();
+    if count == 0 {
+        return;
+    }
+    lines.reserve(channels * (count / 16 + 2));
+    for c in 0..channels {
         let row = plane0.wrapping_add(c * os) as *const f32;
         // Every 16th position (one line apart) and the last: each line
         // the run touches.
-        (0..count)
-            .step_by(16)
-            .chain(count.checked_sub(1))
-            .map(move |i| row.wrapping_add(i))
-    })
+        let mut i = 0;
+        while i < count {
+            lines.push(row.wrapping_add(i));
+            i += 16;
+        }
+        lines.push(row.wrapping_add(count - 1));
+    }
 }
 
 /// Writes `count` positions of sums (position by position, BLOCK channels
