@@ -408,6 +408,36 @@ fn fill(g: &Geometry, layout: &Layout, image: &[f32], buf: &mut [MaybeUninit<f32
     // first layer's three) still spread over every thread.
     let rows_per_channel = layout.chan / ql;
     let rows_per_task = (4096 / ql).max(1);
+    // Each row of a channel's phase planes: where its source line starts
+    // in the input channel (None: a padding row) and its phase along the
+    // last axis. The same for every channel, so worked out once here
+    // rather than per row (a row of 56 values copies in a few cycles; the
+    // mixed-radix arithmetic cost several times that).
+    let sources: Vec<(Option<usize>, usize)> = (0..rows_per_channel)
+        .map(|row| {
+            // The row's phase (mixed radix over the strides) and its
+            // coordinates in the plane (over q), axis by axis from the
+            // last but one.
+            let (mut phase, mut r) = (row / rows_per_phase, row % rows_per_phase);
+            let lphase = phase % sl;
+            phase /= sl;
+            let mut src_off = 0;
+            let mut src_stride = il;
+            for a in (0..d - 1).rev() {
+                let (j, s) = (r % layout.q[a], g.strides[a]);
+                r /= layout.q[a];
+                let ph = phase % s;
+                phase /= s;
+                let i = (j * s + ph) as isize - g.pads_begin[a] as isize;
+                if i < 0 || i >= g.in_spatial[a] as isize {
+                    return (None, lphase);
+                }
+                src_off += i as usize * src_stride;
+                src_stride *= g.in_spatial[a];
+            }
+            (Some(src_off), lphase)
+        })
+        .collect();
     let (body, tail) = buf.split_at_mut(g.in_channels * layout.chan);
     let body_len = body.len();
     let tasks = body.len().div_ceil(ql * rows_per_task);
@@ -418,34 +448,16 @@ fn fill(g: &Geometry, layout: &Layout, image: &[f32], buf: &mut [MaybeUninit<f32
         // SAFETY: task `task` alone writes elements start..start + len
         // of `body`, which is alive until `share` returns.
         let rows = unsafe { std::slice::from_raw_parts_mut(dst.get().add(start), len) };
-        for (i, out) in rows.chunks_exact_mut(ql).enumerate() {
-            let global = task * rows_per_task + i;
-            let (c, row) = (global / rows_per_channel, global % rows_per_channel);
-            let src = &image[c * in_size..(c + 1) * in_size];
-            // The row's phase (mixed radix over the strides) and its
-            // coordinates in the plane (over q), axis by axis from the
-            // last but one.
-            let (mut phase, mut r) = (row / rows_per_phase, row % rows_per_phase);
-            let lphase = phase % sl;
-            phase /= sl;
-            let mut src_off = 0;
-            let mut src_stride = il;
-            let mut inside = true;
-            for a in (0..d - 1).rev() {
-                let (j, s) = (r % layout.q[a], g.strides[a]);
-                r /= layout.q[a];
-                let ph = phase % s;
-                phase /= s;
-                let i = (j * s + ph) as isize - g.pads_begin[a] as isize;
-                if i < 0 || i >= g.in_spatial[a] as isize {
-                    inside = false;
-                    break;
-                }
-                src_off += i as usize * src_stride;
-                src_stride *= g.in_spatial[a];
-            }
-            let line = inside.then(|| &src[src_off..src_off + il]);
+        let first = task * rows_per_task;
+        let (mut c, mut row) = (first / rows_per_channel, first % rows_per_channel);
+        for out in rows.chunks_exact_mut(ql) {
+            let (src_off, lphase) = sources[row];
+            let line = src_off.map(|o| &image[c * in_size + o..c * in_size + o + il]);
             write_line(out, line, sl, lphase, pl);
+            row += 1;
+            if row == rows_per_channel {
+                (c, row) = (c + 1, 0);
+            }
         }
     });
     tail.fill(MaybeUninit::new(0.0));
