@@ -139,13 +139,21 @@ impl LaneWeights {
         let mut data = vec![0f32; len + 15];
         let start = data.as_ptr().align_offset(64).min(15);
         let packed = &mut data[start..start + len];
+        // In runs of 64 reduction entries, so that both the rows read and
+        // the entries written stay in cache (row by row, each write of a
+        // 590 000-weight layer missed: 1.5 ms to prepare).
+        const RUN: usize = 64;
         for gi in 0..group {
-            for oc in 0..mg {
-                let (b, o) = (oc / BLOCK, oc % BLOCK);
-                let src = &w[(gi * mg + oc) * kdim..][..kdim];
+            for b in 0..blocks {
                 let dst = &mut packed[(gi * blocks + b) * kdim * BLOCK..][..kdim * BLOCK];
-                for (j, &v) in src.iter().enumerate() {
-                    dst[j * BLOCK + o] = v;
+                for j0 in (0..kdim).step_by(RUN) {
+                    let j1 = (j0 + RUN).min(kdim);
+                    for o in 0..BLOCK.min(mg - b * BLOCK) {
+                        let src = &w[(gi * mg + b * BLOCK + o) * kdim..][j0..j1];
+                        for (j, &v) in (j0..j1).zip(src) {
+                            dst[j * BLOCK + o] = v;
+                        }
+                    }
                 }
             }
         }
