@@ -150,7 +150,6 @@ pub(super) fn conv_direct_lanes(
             // every tile writes its rows before anything reads them.
             let mut sums = Vec::<f32>::with_capacity(GROUP_TILES * POSITIONS * BLOCK);
             let sums = sums.as_mut_ptr();
-            let mut lines: Vec<*const f32> = Vec::new();
             for b in bi * bc..((bi + 1) * bc).min(blocks) {
                 let wb = w.block(gi, b);
                 let bb = biases[(gi * blocks + b) * BLOCK..].as_ptr();
@@ -166,16 +165,20 @@ pub(super) fn conv_direct_lanes(
                     // step: the write-out then finds them in cache instead
                     // of waiting on 64 planes' misses, and no burst of
                     // prefetches stalls on the line fill buffers.
-                    write_lines(&mut lines, plane0, channels, count, os);
+                    let lines = Lines {
+                        plane0,
+                        os,
+                        count,
+                        per_channel: count / 16 + 1,
+                    };
                     let group_tiles = group_bases.len() / POSITIONS;
                     for k0 in (0..kdim).step_by(chunk) {
                         let k1 = (k0 + chunk).min(kdim);
                         for (t, base) in group_bases.chunks_exact(POSITIONS).enumerate() {
                             let prefetch = if k0 == 0 {
-                                &lines[lines.len() * t / group_tiles
-                                    ..lines.len() * (t + 1) / group_tiles]
+                                channels * t / group_tiles..channels * (t + 1) / group_tiles
                             } else {
-                                &[]
+                                0..0
                             };
                             // SAFETY: the CPU has AVX-512F (asserted
                             // above); every base plus every shift lies
@@ -193,6 +196,7 @@ pub(super) fn conv_direct_lanes(
                                     wb[k0 * BLOCK..].as_ptr(),
                                     (k0 == 0).then_some(bb),
                                     sums.add(t * POSITIONS * BLOCK),
+                                    &lines,
                                     prefetch,
                                 )
                             };
@@ -215,7 +219,8 @@ pub(super) fn conv_direct_lanes(
 /// One register tile: BLOCK output channels x POSITIONS positions, from the
 /// biases (the first chunk) or `sums` (the partial sums of the earlier
 /// chunks) through the chunk's (channel, tap) shifts, into `sums` by
-/// position; one line of `prefetch` is asked for (for writing) per shift.
+/// position; one of the lines of channels `prefetch` is asked for (for
+/// writing) per shift.
 ///
 /// # Safety
 /// AVX-512F; `bases` holds POSITIONS values, `x + base + shift` in bounds
@@ -230,7 +235,8 @@ unsafe fn tile(
     w: *const f32,
     bias: Option<*const f32>,
     sums: *mut f32,
-    prefetch: &[*const f32],
+    lines: &Lines,
+    prefetch: std::ops::Range<usize>,
 ) {
     use std::arch::x86_64::*;
     let mut acc: [[__m512; VECS]; POSITIONS] = match bias {
@@ -253,15 +259,18 @@ unsafe fn tile(
             wp = wp.add(BLOCK);
         };
     }
-    let (first, rest) = shifts.split_at(prefetch.len().min(shifts.len()));
-    for (&s, &line) in first.iter().zip(prefetch) {
-        _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
+    let mut ask = lines.walk(prefetch);
+    let (first, rest) = shifts.split_at(ask.len().min(shifts.len()));
+    for &s in first {
+        if let Some(line) = ask.next() {
+            _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
+        }
         step!(s);
     }
     for &s in rest {
         step!(s);
     }
-    for &line in &prefetch[first.len()..] {
+    for line in ask {
         _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
     }
     for (i, row) in acc.iter().enumerate() {
@@ -271,30 +280,29 @@ unsafe fn tile(
     }
 }
 
-/// Replaces `lines` with the cache lines (one address in each) of `count`
-/// positions from `plane0` in the first `channels` planes, `os` apart.
-fn write_lines(
-    lines: &mut Vec<*const f32>,
+/// The output lines of a group of tiles: `count` positions from `plane0`
+/// in each channel's plane, `os` apart.
+struct Lines {
     plane0: *mut f32,
-    channels: usize,
-    count: usize,
     os: usize,
-) {
-    lines.clear();
-    if count == 0 {
-        return;
-    }
-    lines.reserve(channels * (count / 16 + 2));
-    for c in 0..channels {
-        let row = plane0.wrapping_add(c * os) as *const f32;
-        // Every 16th position (one line apart) and the last: each line
-        // the run touches.
-        let mut i = 0;
-        while i < count {
-            lines.push(row.wrapping_add(i));
-            i += 16;
-        }
-        lines.push(row.wrapping_add(count - 1));
+    count: usize,
+    /// Lines asked for per channel: every 16th position (one line apart)
+    /// and the last, which covers the line the run ends in.
+    per_channel: usize,
+}
+
+impl Lines {
+    /// One address in each line of `channels`, in order.
+    fn walk(
+        &self,
+        channels: std::ops::Range<usize>,
+    ) -> impl ExactSizeIterator<Item = *const f32> + '_ {
+        let n = channels.len() * self.per_channel;
+        (0..n).map(move |k| {
+            let (c, l) = (channels.start + k / self.per_channel, k % self.per_channel);
+            let i = (16 * l).min(self.count - 1);
+            self.plane0.wrapping_add(c * self.os + i) as *const f32
+        })
     }
 }
 
@@ -386,7 +394,8 @@ pub(super) unsafe fn tile(
     _: *const f32,
     _: Option<*const f32>,
     _: *mut f32,
-    _: &[*const f32],
+    _: &Lines,
+    _: std::ops::Range<usize>,
 ) {
     unreachable!("the channel-lane kernel is only chosen on x86-64")
 }
