@@ -170,15 +170,19 @@ pub(super) fn conv_direct_lanes(
                         os,
                         count,
                         per_channel: count / 16 + 1,
+                        channels: 0..0,
                     };
                     let group_tiles = group_bases.len() / POSITIONS;
                     for k0 in (0..kdim).step_by(chunk) {
                         let k1 = (k0 + chunk).min(kdim);
                         for (t, base) in group_bases.chunks_exact(POSITIONS).enumerate() {
-                            let prefetch = if k0 == 0 {
-                                channels * t / group_tiles..channels * (t + 1) / group_tiles
-                            } else {
-                                0..0
+                            let prefetch = Lines {
+                                channels: if k0 == 0 {
+                                    channels * t / group_tiles..channels * (t + 1) / group_tiles
+                                } else {
+                                    0..0
+                                },
+                                ..lines
                             };
                             // SAFETY: the CPU has AVX-512F (asserted
                             // above); every base plus every shift lies
@@ -196,8 +200,7 @@ pub(super) fn conv_direct_lanes(
                                     wb[k0 * BLOCK..].as_ptr(),
                                     (k0 == 0).then_some(bb),
                                     sums.add(t * POSITIONS * BLOCK),
-                                    &lines,
-                                    prefetch,
+                                    &prefetch,
                                 )
                             };
                         }
@@ -219,8 +222,8 @@ pub(super) fn conv_direct_lanes(
 /// One register tile: BLOCK output channels x POSITIONS positions, from the
 /// biases (the first chunk) or `sums` (the partial sums of the earlier
 /// chunks) through the chunk's (channel, tap) shifts, into `sums` by
-/// position; one of the lines of channels `prefetch` is asked for (for
-/// writing) per shift.
+/// position; one of the `prefetch` lines is asked for (for writing) per
+/// shift.
 ///
 /// # Safety
 /// AVX-512F; `bases` holds POSITIONS values, `x + base + shift` in bounds
@@ -235,8 +238,7 @@ unsafe fn tile(
     w: *const f32,
     bias: Option<*const f32>,
     sums: *mut f32,
-    lines: &Lines,
-    prefetch: std::ops::Range<usize>,
+    prefetch: &Lines,
 ) {
     use std::arch::x86_64::*;
     let mut acc: [[__m512; VECS]; POSITIONS] = match bias {
@@ -259,7 +261,7 @@ unsafe fn tile(
             wp = wp.add(BLOCK);
         };
     }
-    let mut ask = lines.walk(prefetch);
+    let mut ask = prefetch.walk();
     let (first, rest) = shifts.split_at(ask.len().min(shifts.len()));
     for &s in first {
         if let Some(line) = ask.next() {
@@ -280,8 +282,9 @@ unsafe fn tile(
     }
 }
 
-/// The output lines of a group of tiles: `count` positions from `plane0`
-/// in each channel's plane, `os` apart.
+/// Output lines of a group of tiles: `count` positions from `plane0` in
+/// the planes of `channels`, `os` apart.
+#[derive(Clone)]
 struct Lines {
     plane0: *mut f32,
     os: usize,
@@ -289,17 +292,18 @@ struct Lines {
     /// Lines asked for per channel: every 16th position (one line apart)
     /// and the last, which covers the line the run ends in.
     per_channel: usize,
+    channels: std::ops::Range<usize>,
 }
 
 impl Lines {
-    /// One address in each line of `channels`, in order.
-    fn walk(
-        &self,
-        channels: std::ops::Range<usize>,
-    ) -> impl ExactSizeIterator<Item = *const f32> + '_ {
-        let n = channels.len() * self.per_channel;
+    /// One address in each line, in order.
+    fn walk(&self) -> impl ExactSizeIterator<Item = *const f32> + '_ {
+        let n = self.channels.len() * self.per_channel;
         (0..n).map(move |k| {
-            let (c, l) = (channels.start + k / self.per_channel, k % self.per_channel);
+            let (c, l) = (
+                self.channels.start + k / self.per_channel,
+                k % self.per_channel,
+            );
             let i = (16 * l).min(self.count - 1);
             self.plane0.wrapping_add(c * self.os + i) as *const f32
         })
@@ -395,7 +399,6 @@ pub(super) unsafe fn tile(
     _: Option<*const f32>,
     _: *mut f32,
     _: &Lines,
-    _: std::ops::Range<usize>,
 ) {
     unreachable!("the channel-lane kernel is only chosen on x86-64")
 }
