@@ -15,12 +15,15 @@
 //! AVX-512 or AVX2 with FMA for f32 with unit strides, clones of the plain
 //! loop for that instruction set otherwise; it writes each output once,
 //! starting from the bias), a plain GEMM for 1x1 kernels without padding or
-//! striding, the direct kernel of `direct.rs` for f32 where `direct_pays`
-//! says it beats the GEMM (any rank, stride, dilation and group: it reads a
-//! zero-padded copy of the input split by stride phase, so every tap is one
-//! constant shift, and keeps 4 output channels x a row of positions in
-//! registers), and im2col plus GEMM in column tiles otherwise. For f32 the
-//! GEMM is ours (`sgemm.rs`) when the CPU has AVX-512F or AVX2 with FMA (one
+//! striding, two direct kernels for f32 (any rank, stride, dilation and
+//! group; both read a zero-padded copy of the input split by stride phase,
+//! so every tap is one constant shift): `direct_lanes.rs` on AVX-512 when a
+//! group's output channels fill blocks of 64 (`lanes_pay`; 64 channels x 6
+//! output positions in registers, no padded position computed, the tile
+//! transposed on the way out), `direct.rs` where `direct_pays` says it
+//! beats the GEMM (4 output channels x a row of positions, AVX-512 or
+//! AVX2), and im2col plus GEMM in column tiles otherwise. For f32 the GEMM
+//! is ours (`sgemm.rs`) when the CPU has AVX-512F or AVX2 with FMA (one
 //! packed layout, a micro-kernel per instruction set). Constant weights (an
 //! initializer) are packed once per model for the path the run will take
 //! (`prepared.rs`, `packing.rs`), else once per call; im2col rows are
@@ -28,17 +31,19 @@
 //! CPUs, use the `gemm` crate; float16 and bfloat16 are widened to f32
 //! first, so they take the f32 paths. The im2col buffer holds at most
 //! `TILE_BYTES` per worker, whatever the input size, and the direct
-//! kernel's input copy is taken only when it fits the scratch limit.
+//! kernels' input copy is taken only when it fits the scratch limit.
 //! [`conv`] picks its side by the CPU; the unit tests force each side
 //! (`KernelPath`), so the ones a machine would not pick are tested too.
 //! Work is spread over the rayon pool (both cores on this machine), from a
 //! pool thread.
 //!
 //! Speed against onnxruntime 1.32: `cargo xtask bench` measures it, with
-//! figures in the README. On an AVX-512 Xeon (2 cores) the direct kernel
-//! runs at about 90% of the FMA peak with its operands in L1 and 66-80% on
-//! whole convolutions, onnxruntime's NCHWc kernels at 72-93% (one thread).
-//! The depthwise kernel runs at or above onnxruntime (memory bounds it).
+//! figures in the README. On an AVX-512 Xeon (2 cores) the channel-lane
+//! tile runs at about 94% of the FMA peak with its operands in L1; whole
+//! dense convolutions reached 56-81% of the peak in this session's bench
+//! runs, onnxruntime's NCHWc kernels 62-87%. The input copy and the
+//! transposed write-out cost 3-12% each of a call. The depthwise kernel
+//! runs above onnxruntime (memory bounds it).
 //!
 //! `auto_pad` SAME_UPPER / SAME_LOWER give an output of `ceil(in / stride)`
 //! per axis in every version; Conv-1's text ("output size matches input
