@@ -402,25 +402,17 @@ pub(crate) fn conv_on<T: Real>(
             };
             match kernel {
                 DirectKernel::Positions => {
-                    let packed;
-                    let dw = match packs.direct {
-                        Some(p) => p,
-                        None => {
-                            packed = DirectWeights::new(g.out_channels, g.group, kdim, wf);
-                            &packed
-                        }
-                    };
+                    let mut packed = None;
+                    let dw = packed_or(packs.direct, &mut packed, || {
+                        DirectWeights::new(g.out_channels, g.group, kdim, wf)
+                    });
                     rayon::scope(|_| direct::conv_direct(g, &layout, xf, dw, bf, out, isa));
                 }
                 DirectKernel::Channels => {
-                    let packed;
-                    let lw = match packs.lanes {
-                        Some(p) => p,
-                        None => {
-                            packed = LaneWeights::new(g.out_channels, g.group, kdim, wf);
-                            &packed
-                        }
-                    };
+                    let mut packed = None;
+                    let lw = packed_or(packs.lanes, &mut packed, || {
+                        LaneWeights::new(g.out_channels, g.group, kdim, wf)
+                    });
                     rayon::scope(|_| direct_lanes::conv_direct_lanes(g, &layout, xf, lw, bf, out));
                 }
             }
@@ -497,6 +489,19 @@ fn fill_bias<T: Real>(g: &Geometry, bias: Option<&[T]>, out: &mut [std::mem::May
             i = stop;
         }
     });
+}
+
+/// The weights packed ahead when there are some, else packed now into
+/// `slot`.
+fn packed_or<'a, W>(
+    ahead: Option<&'a W>,
+    slot: &'a mut Option<W>,
+    pack: impl FnOnce() -> W,
+) -> &'a W {
+    match ahead {
+        Some(w) => w,
+        None => slot.insert(pack()),
+    }
 }
 
 /// The two direct kernels: what their vector lanes hold.

@@ -59,83 +59,35 @@ impl PackedWeights {
     }
 }
 
-/// Conv weights in the direct kernel's order (`direct.rs`): per group, per
-/// block of `direct::OCB` output channels, each (input channel, tap) entry
-/// as OCB consecutive values, output channels past the group's end zero.
-pub(crate) struct DirectWeights {
+/// Conv weights in blocks of `B` output channels, for the direct kernels:
+/// per group, per block, each (input channel, tap) entry as `B`
+/// consecutive values (output channels past the group's end zero), the
+/// whole starting at a 64-byte boundary so that no vector load of a block
+/// straddles two cache lines.
+pub(crate) struct BlockedWeights<const B: usize> {
     out_channels: usize,
     group: usize,
     kdim: usize,
     blocks: usize,
     data: Vec<f32>,
-}
-
-impl DirectWeights {
-    /// Packs `w` (`out_channels` rows of `kdim` values, `group` consecutive
-    /// blocks of rows).
-    pub(crate) fn new(out_channels: usize, group: usize, kdim: usize, w: &[f32]) -> DirectWeights {
-        use super::direct::OCB;
-        assert!(group > 0 && out_channels.is_multiple_of(group));
-        assert!(w.len() >= out_channels * kdim);
-        let mg = out_channels / group;
-        let blocks = mg.div_ceil(OCB);
-        let mut data = vec![0f32; group * blocks * kdim * OCB];
-        for gi in 0..group {
-            for oc in 0..mg {
-                let (b, o) = (oc / OCB, oc % OCB);
-                let src = &w[(gi * mg + oc) * kdim..][..kdim];
-                let dst = &mut data[(gi * blocks + b) * kdim * OCB..][..kdim * OCB];
-                for (j, &v) in src.iter().enumerate() {
-                    dst[j * OCB + o] = v;
-                }
-            }
-        }
-        DirectWeights {
-            out_channels,
-            group,
-            kdim,
-            blocks,
-            data,
-        }
-    }
-
-    /// True when these weights were packed for this shape.
-    pub(crate) fn fits(&self, out_channels: usize, group: usize, kdim: usize) -> bool {
-        (self.out_channels, self.group, self.kdim) == (out_channels, group, kdim)
-    }
-
-    /// Block `b` of group `gi`: `kdim` entries of OCB values.
-    pub(crate) fn block(&self, gi: usize, b: usize) -> &[f32] {
-        use super::direct::OCB;
-        &self.data[(gi * self.blocks + b) * self.kdim * OCB..][..self.kdim * OCB]
-    }
-}
-
-/// Conv weights in the channel-lane kernel's order (`direct_lanes.rs`): per
-/// group, per block of `direct_lanes::BLOCK` output channels, each (input
-/// channel, tap) entry as BLOCK consecutive values, output channels past
-/// the group's end zero.
-pub(crate) struct LaneWeights {
-    out_channels: usize,
-    group: usize,
-    kdim: usize,
-    blocks: usize,
-    data: Vec<f32>,
-    /// Where the packed values start in `data`: at a 64-byte boundary, so
-    /// that no vector load of them straddles two cache lines.
+    /// Where the packed values start in `data`.
     start: usize,
 }
 
-impl LaneWeights {
+/// For `direct.rs`: blocks of its register tile's output channels.
+pub(crate) type DirectWeights = BlockedWeights<{ super::direct::OCB }>;
+/// For `direct_lanes.rs`: blocks of 64 output channels, 4 vectors.
+pub(crate) type LaneWeights = BlockedWeights<{ super::direct_lanes::BLOCK }>;
+
+impl<const B: usize> BlockedWeights<B> {
     /// Packs `w` (`out_channels` rows of `kdim` values, `group` consecutive
     /// blocks of rows).
-    pub(crate) fn new(out_channels: usize, group: usize, kdim: usize, w: &[f32]) -> LaneWeights {
-        use super::direct_lanes::BLOCK;
+    pub(crate) fn new(out_channels: usize, group: usize, kdim: usize, w: &[f32]) -> Self {
         assert!(group > 0 && out_channels.is_multiple_of(group));
         assert!(w.len() >= out_channels * kdim);
         let mg = out_channels / group;
-        let blocks = mg.div_ceil(BLOCK);
-        let len = group * blocks * kdim * BLOCK;
+        let blocks = mg.div_ceil(B);
+        let len = group * blocks * kdim * B;
         let mut data = vec![0f32; len + 15];
         let start = data.as_ptr().align_offset(64).min(15);
         let packed = &mut data[start..start + len];
@@ -145,19 +97,19 @@ impl LaneWeights {
         const RUN: usize = 64;
         for gi in 0..group {
             for b in 0..blocks {
-                let dst = &mut packed[(gi * blocks + b) * kdim * BLOCK..][..kdim * BLOCK];
+                let dst = &mut packed[(gi * blocks + b) * kdim * B..][..kdim * B];
                 for j0 in (0..kdim).step_by(RUN) {
                     let j1 = (j0 + RUN).min(kdim);
-                    for o in 0..BLOCK.min(mg - b * BLOCK) {
-                        let src = &w[(gi * mg + b * BLOCK + o) * kdim..][j0..j1];
+                    for o in 0..B.min(mg - b * B) {
+                        let src = &w[(gi * mg + b * B + o) * kdim..][j0..j1];
                         for (j, &v) in (j0..j1).zip(src) {
-                            dst[j * BLOCK + o] = v;
+                            dst[j * B + o] = v;
                         }
                     }
                 }
             }
         }
-        LaneWeights {
+        BlockedWeights {
             out_channels,
             group,
             kdim,
@@ -172,9 +124,8 @@ impl LaneWeights {
         (self.out_channels, self.group, self.kdim) == (out_channels, group, kdim)
     }
 
-    /// Block `b` of group `gi`: `kdim` entries of BLOCK values.
+    /// Block `b` of group `gi`: `kdim` entries of `B` values.
     pub(crate) fn block(&self, gi: usize, b: usize) -> &[f32] {
-        use super::direct_lanes::BLOCK;
-        &self.data[self.start + (gi * self.blocks + b) * self.kdim * BLOCK..][..self.kdim * BLOCK]
+        &self.data[self.start + (gi * self.blocks + b) * self.kdim * B..][..self.kdim * B]
     }
 }
