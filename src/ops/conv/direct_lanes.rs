@@ -30,11 +30,14 @@ pub(crate) const BLOCK: usize = VECS * 16;
 /// vectors and a broadcast fit AVX-512's 32 registers.
 const POSITIONS: usize = 6;
 /// Weight bytes of one chunk of the reduction: what L2 holds while a group
-/// of tiles runs over it. A probe on C256 14x14 (590 KiB of weights per
-/// block) and the 7x7 stride-2 first layer ran 6-7% faster with the
-/// reduction whole than in chunks of 16 KiB (kept in L1, but every tile
-/// then stores and reloads its sums per chunk), and no slower on the
-/// other shapes.
+/// of tiles runs over it. Paired probes against chunks of 16 KiB (kept in
+/// L1, but every tile then stores and reloads its sums per chunk): before
+/// tiles ran in groups, the whole reduction was 6-7% faster on C256 14x14
+/// and the 7x7 stride-2 first layer and no slower elsewhere; with groups,
+/// 16 KiB chunks were 4-6% faster on C64 56x56, C128 28x28 and C512 7x7
+/// on one and on two threads, and on C256 14x14 5% slower on one thread
+/// and 1% faster on two (each within a spread of about +-5%). Neither
+/// wins everywhere; this keeps the simpler loop.
 const CHUNK_WEIGHT_BYTES: usize = 1 << 20;
 /// Tiles computed before their sums are written out: 48 positions, three
 /// transposes of 16, 12 KiB of sums that stay in L1.
