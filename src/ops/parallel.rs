@@ -181,10 +181,12 @@ impl Tasks {
     /// A helper's share: nothing when it starts after the caller has done a
     /// quarter of the tasks. A helper the scheduler kept waiting that long
     /// had no free core, and on such a busy machine it is likely to be
-    /// preempted again while it holds a task, stalling the caller.
+    /// preempted again while it holds a task, stalling the caller. The
+    /// tasks done are those of the pieces claimed before the latest, which
+    /// may still be running: the first piece alone is about a quarter.
     fn help(&self) {
         let claimed = self.next.load(Ordering::Relaxed).min(self.pieces);
-        if self.bounds[claimed] <= self.count / 4 {
+        if self.bounds[claimed.saturating_sub(1)] <= self.count / 4 {
             self.run();
         }
     }
