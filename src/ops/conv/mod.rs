@@ -528,7 +528,11 @@ fn direct_layout(
         _ if g.is_pointwise() && path != KernelPath::LanesAvx512 => return None,
         KernelPath::DirectAvx2 | KernelPath::DirectAvx512 => DirectKernel::Positions,
         KernelPath::LanesAvx512 => DirectKernel::Channels,
-        KernelPath::Auto if isa == Isa::Avx512 && lanes_pay(g) => DirectKernel::Channels,
+        KernelPath::Auto
+            if isa == Isa::Avx512 && lanes_pay(g.out_channels / g.group, g.kernel_size()) =>
+        {
+            DirectKernel::Channels
+        }
         KernelPath::Auto if isa != Isa::Portable => DirectKernel::Positions,
         _ => return None,
     };
@@ -547,9 +551,13 @@ fn direct_layout(
 /// stride-2 first layer) had it as fast or faster on every shape, most
 /// on 14x14 and 7x7 images, whose rows the position kernel pads to whole
 /// vectors.
-fn lanes_pay(g: &Geometry) -> bool {
-    let mg = g.out_channels / g.group;
-    mg > 0 && mg.is_multiple_of(direct_lanes::BLOCK)
+///
+/// `prepare` packs weights by the same rule, from W's shape alone; only
+/// kernels larger than 1x1 were measured, so 1x1 kernels keep their paths.
+pub(super) fn lanes_pay(out_channels_per_group: usize, taps: usize) -> bool {
+    taps > 1
+        && out_channels_per_group > 0
+        && out_channels_per_group.is_multiple_of(direct_lanes::BLOCK)
 }
 
 pub(super) fn threads() -> usize {

@@ -62,8 +62,8 @@ enum Pack {
 /// Packs W for the path the run will most likely take (the input's shape is
 /// not known yet): for kernels larger than 1x1, the channel-lane kernel
 /// where `lanes_pay` would pick it and the direct kernel where
-/// `direct_pays` would, the GEMM otherwise, when its shape and `group` are ones the run could
-/// accept. The run checks them again and uses the packing only if it fits,
+/// `direct_pays` would, the GEMM otherwise, when its shape and `group` are
+/// ones the run could accept. The run checks them again and uses the packing only if it fits,
 /// packing per call otherwise.
 fn pack(ctx: &KernelCtx, shape: &[usize], w: &[f32]) -> Option<Pack> {
     let isa = Isa::detect();
@@ -84,8 +84,7 @@ fn pack(ctx: &KernelCtx, shape: &[usize], w: &[f32]) -> Option<Pack> {
         Isa::Avx512 => taps > 1,
         _ => taps > 1 && shape[1] <= super::DIRECT_AVX2_MAX_CHANNELS,
     };
-    let lanes =
-        isa == Isa::Avx512 && taps > 1 && (m / group).is_multiple_of(super::direct_lanes::BLOCK);
+    let lanes = isa == Isa::Avx512 && super::lanes_pay(m / group, taps);
     if lanes {
         return Some(Pack::Lanes(LaneWeights::new(m, group, kdim, w)));
     }
