@@ -13,10 +13,22 @@
 //! A helper that has finished spins for [`SPIN`] watching for the next
 //! `share` call before it gives its pool thread back. On this machine (a
 //! virtual one) a thread that sleeps can take a millisecond or more to
-//! wake, as long as a whole convolution: without the spin, helpers arrived after the
-//! caller had done the work alone, and both Conv and onnxruntime with its
-//! spinning turned off ran two threads at one thread's speed. A model runs
-//! kernel after kernel, so the spin keeps the helpers warm across them.
+//! start again, as long as a whole convolution: without the spin, helpers
+//! arrived after the caller had done the work alone, and both Conv and
+//! onnxruntime with its spinning turned off ran two threads at one
+//! thread's speed. A model runs kernel after kernel, so the spin keeps the
+//! helpers warm across them.
+//!
+//! Part of that delay is where Linux puts a woken thread: a scheduler trace
+//! (`perf record -e sched:*`) showed the helper queued on its caller's CPU
+//! while the other CPU idled, running there only when the caller's time
+//! slice ended and staying there, both threads at half speed, until the
+//! next load balance 4-8 ms later. In rounds of calls after a pause, as
+//! `cargo xtask bench` times them, a quarter of the first calls took 5-6
+//! ms instead of 1, which is how two-thread runs of the bench sometimes
+//! measured one thread's speed. So the caller yields once after waking a
+//! helper, and a helper that finds itself on its caller's CPU moves off it
+//! ([`leave_cpu`]).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -51,11 +63,24 @@ pub(crate) fn share(count: usize, task: &(dyn Fn(usize) + Sync)) {
     // done, and a helper that starts later claims nothing.
     let tasks = Arc::new(unsafe { Tasks::new(count, task) });
     *LATEST.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&tasks));
-    EPOCH.fetch_add(1, Ordering::Release);
-    let spinning = SPINNING.load(Ordering::Acquire);
-    for _ in spinning.min(helpers)..helpers.min(count - 1) {
+    // SeqCst here and where a helper stops spinning: each side writes one
+    // counter and then reads the other's, and at least one must see the
+    // other's write, or the work would wait for a helper that has left.
+    EPOCH.fetch_add(1, Ordering::SeqCst);
+    let spinning = SPINNING.load(Ordering::SeqCst);
+    let spawned = helpers.min(count - 1).saturating_sub(spinning.min(helpers));
+    for _ in 0..spawned {
         let tasks = Arc::clone(&tasks);
         rayon::spawn(move || helper(tasks));
+    }
+    if spawned > 0 {
+        // A woken helper may be queued on this CPU (see `leave_cpu`), where
+        // it would wait for this thread's time slice to end (4 ms here)
+        // before it could move: yielding lets it run and move at once. In
+        // rounds of C64 3x3 calls after 50 ms pauses on two threads, the
+        // first call of a round took 1.50-1.58 ms instead of 1.80-1.82 and
+        // the second 1.11-1.18 instead of 1.25-1.32 (medians of 40 rounds).
+        std::thread::yield_now();
     }
     tasks.run();
     tasks.wait();
@@ -70,6 +95,7 @@ pub(crate) fn share(count: usize, task: &(dyn Fn(usize) + Sync)) {
 /// A pool thread's part: `first`'s tasks, then whatever `share` publishes
 /// while it spins.
 fn helper(first: Arc<Tasks>) {
+    leave_cpu(first.caller_cpu);
     first.help();
     drop(first);
     SPINNING.fetch_add(1, Ordering::AcqRel);
@@ -82,6 +108,7 @@ fn helper(first: Arc<Tasks>) {
             seen = epoch;
             let latest = LATEST.lock().unwrap_or_else(|e| e.into_inner()).clone();
             if let Some(tasks) = latest {
+                leave_cpu(tasks.caller_cpu);
                 SPINNING.fetch_sub(1, Ordering::AcqRel);
                 tasks.run();
                 SPINNING.fetch_add(1, Ordering::AcqRel);
@@ -95,15 +122,66 @@ fn helper(first: Arc<Tasks>) {
         }
         std::hint::spin_loop();
     }
-    SPINNING.fetch_sub(1, Ordering::AcqRel);
+    SPINNING.fetch_sub(1, Ordering::SeqCst);
     // Work published while this helper was leaving: take it rather than
     // leave the caller alone with it.
-    if EPOCH.load(Ordering::Acquire) != seen {
+    if EPOCH.load(Ordering::SeqCst) != seen {
         let latest = LATEST.lock().unwrap_or_else(|e| e.into_inner()).clone();
         if let Some(tasks) = latest {
             tasks.run();
         }
     }
+}
+
+/// The CPU this thread is running on, where the OS tells.
+fn current_cpu() -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: no arguments; returns -1 on failure.
+        let cpu = unsafe { libc::sched_getcpu() };
+        usize::try_from(cpu).ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    None
+}
+
+/// Moves this thread off `cpu` if it runs there and may run elsewhere.
+///
+/// Linux starts a woken thread on the CPU of the thread that woke it when
+/// it judges that cache-friendly, and moves it to an idle CPU only at its
+/// next load balance. On this machine (a 2-vCPU VM) a scheduler trace of
+/// C64 3x3 calls in rounds after 50 ms pauses showed both pool threads on
+/// one CPU for 4-8 ms of every round while the other CPU idled: calls
+/// took 5-6 ms instead of 1. A helper sharing its caller's CPU does no
+/// good, so it takes that CPU out of its affinity mask, which migrates it
+/// at once, and puts the mask back (the scheduler does not move it back).
+fn leave_cpu(cpu: Option<usize>) {
+    #[cfg(target_os = "linux")]
+    {
+        let Some(cpu) = cpu else { return };
+        if current_cpu() != Some(cpu) || cpu >= libc::CPU_SETSIZE as usize {
+            return;
+        }
+        // SAFETY: cpu_set_t is plain data; the calls get its size and
+        // address; pid 0 is this thread.
+        unsafe {
+            let mut mask: libc::cpu_set_t = std::mem::zeroed();
+            let size = std::mem::size_of::<libc::cpu_set_t>();
+            if libc::sched_getaffinity(0, size, &mut mask) != 0 || !libc::CPU_ISSET(cpu, &mask) {
+                return;
+            }
+            let mut elsewhere = mask;
+            libc::CPU_CLR(cpu, &mut elsewhere);
+            if libc::CPU_COUNT(&elsewhere) == 0 {
+                return;
+            }
+            if libc::sched_setaffinity(0, size, &elsewhere) == 0 {
+                libc::sched_setaffinity(0, size, &mask);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cpu;
 }
 
 /// Where the pieces of `count` tasks start, for `threads` threads, then
@@ -142,6 +220,8 @@ struct Tasks {
     failed: AtomicBool,
     /// The calling thread, woken when the last task is done.
     waiter: std::thread::Thread,
+    /// The CPU the calling thread ran on when it shared the tasks.
+    caller_cpu: Option<usize>,
 }
 
 // SAFETY: `task` is Sync and only called (see `run`); the rest is atomic.
@@ -175,6 +255,7 @@ impl Tasks {
             done: AtomicUsize::new(0),
             failed: AtomicBool::new(false),
             waiter: std::thread::current(),
+            caller_cpu: current_cpu(),
         }
     }
 
@@ -272,6 +353,42 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A thread on its caller's CPU moves to another one it may run on,
+    /// and keeps the CPUs it may run on.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_helper_on_its_callers_cpu_moves_off_it() {
+        std::thread::spawn(|| {
+            let size = std::mem::size_of::<libc::cpu_set_t>();
+            // SAFETY: plain data, and this thread's own mask.
+            let mask = unsafe {
+                let mut mask: libc::cpu_set_t = std::mem::zeroed();
+                assert_eq!(libc::sched_getaffinity(0, size, &mut mask), 0);
+                mask
+            };
+            // SAFETY: as above.
+            if unsafe { libc::CPU_COUNT(&mask) } < 2 {
+                eprintln!("skipped: this thread may run on one CPU only");
+                return;
+            }
+            let here = current_cpu().expect("sched_getcpu");
+            leave_cpu(Some(here));
+            assert_ne!(current_cpu(), Some(here));
+            // SAFETY: as above.
+            let after = unsafe {
+                let mut after: libc::cpu_set_t = std::mem::zeroed();
+                assert_eq!(libc::sched_getaffinity(0, size, &mut after), 0);
+                after
+            };
+            let same = (0..libc::CPU_SETSIZE as usize)
+                // SAFETY: both masks are initialised; cpu < CPU_SETSIZE.
+                .all(|cpu| unsafe { libc::CPU_ISSET(cpu, &mask) == libc::CPU_ISSET(cpu, &after) });
+            assert!(same, "the affinity mask was not restored");
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]
