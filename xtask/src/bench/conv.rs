@@ -102,8 +102,14 @@ fn conv_model(s: &ConvShape) -> (Model, Tensor) {
     (model, x)
 }
 
-/// Rounds of alternation between ours and onnxruntime per shape.
-const ROUNDS: usize = 5;
+/// Timed runs per side in one round of alternation between ours and
+/// onnxruntime: each round's runs measured alike, while the machine's
+/// speed moved by up to 40% from one round to the next (a round is ~0.1 s
+/// here); the more rounds, the more evenly both sides meet its slow and
+/// fast stretches.
+const PER_ROUND: usize = 3;
+/// The fewest rounds per shape, for small `--reps`.
+const MIN_ROUNDS: usize = 5;
 
 /// The pause before each side's round.
 const SETTLE: Duration = Duration::from_millis(50);
@@ -232,9 +238,10 @@ pub fn bench_conv(reps: usize, figures: &mut Figures) -> Result<()> {
             // Rounds alternate between the two sides, so that a slow stretch
             // of the machine hits both; each side's figure is the median of
             // all its samples.
-            let per_round = reps.div_ceil(ROUNDS).max(1);
+            let rounds = reps.div_ceil(PER_ROUND).max(MIN_ROUNDS);
+            let per_round = reps.div_ceil(rounds).max(1);
             let (mut mine, mut theirs) = (Vec::new(), Vec::new());
-            for _ in 0..ROUNDS {
+            for _ in 0..rounds {
                 // Each side's pool threads spin for a while after their
                 // work (onnxruntime's by default): a pause between sides
                 // lets them stop before the other side is timed.
