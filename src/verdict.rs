@@ -14,7 +14,7 @@
 //! `ONNX_TOLERANCE=onnx` judges every output as onnx's backend runner does
 //! (`compare::ONNX_RUNNER`), for comparison with upstream results.
 
-use crate::compare::{ErrorBound, Policy, ONNX_RUNNER};
+use crate::compare::{Policy, ONNX_RUNNER};
 use crate::graph::feed_names;
 use crate::model::{Model, Node};
 use crate::tensor::Tensor;
@@ -138,9 +138,9 @@ fn strict(model: &Model, inputs: &[Tensor], output: &str) -> Result<Policy, Stri
     let x = value(arg(0).ok_or("Conv has no input X")?)?;
     let w = value(arg(1).ok_or("Conv has no input W")?)?;
     let b = arg(2).map(|n| value(n)).transpose()?;
-    let (bound, derivation) = crate::error_bound::conv(node, x, w, b)
+    let bound = crate::error_bound::conv(node, x, w, b)
         .map_err(|e| format!("no error bound for output '{output}': {e}"))?;
-    Ok(Policy::ErrorBound(ErrorBound { bound, derivation }))
+    Ok(Policy::ErrorBound(bound))
 }
 
 #[cfg(test)]
