@@ -443,23 +443,12 @@ fn judge(c: &Ctx, name: &str, expect: &Expect, v: &Verdict) -> Judged {
                     Err(Failed::from(m)),
                 )
             }
-            _ => match &v.undefined {
-                // Our kernels promise float32 accumulation and one rounding
-                // (README): the looser arithmetic the spec allows others
-                // would hide our own regression.
-                Some(seen) if backend == "ours" => {
-                    let m = format!("[values] our float16/bfloat16 Conv must be a float32 sum rounded once: {seen}");
-                    (with(Outcome::Fail, &m, Some(v)), Err(Failed::from(m)))
-                }
-                // Right only under arithmetic the spec leaves open: recorded
-                // and reported, neither a pass nor a failure.
-                Some(seen) => {
-                    let m = format!("undefined by the spec (it does not fix the accumulation precision): {seen}");
-                    (
-                        with(Outcome::Undefined, &m, Some(v)),
-                        Ok(Completion::ignored_with(m)),
-                    )
-                }
+            _ => match run_case::spec_room(v, backend) {
+                Some(Err(m)) => (with(Outcome::Fail, &m, Some(v)), Err(Failed::from(m))),
+                Some(Ok(m)) => (
+                    with(Outcome::Undefined, &m, Some(v)),
+                    Ok(Completion::ignored_with(m)),
+                ),
                 None => (with(Outcome::Pass, "", Some(v)), Ok(Completion::Completed)),
             },
         };

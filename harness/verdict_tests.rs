@@ -298,11 +298,21 @@ fn half_types_pass_are_undefined_or_fail_by_their_arithmetic() {
         assert_eq!(v.failure, None, "{case}");
         let seen = v
             .undefined
+            .clone()
             .unwrap_or_else(|| panic!("{case}: 3 bounds off passed outright"));
         assert!(seen.contains("summed in tensor("), "{seen}");
         assert!(
             (2.0..=4.5).contains(&v.bound_units.unwrap()),
             "{case}: {seen}"
+        );
+        // Undefined for another runtime; for ours, whose kernels promise
+        // the float32 sum, a failure.
+        let other = run_case::spec_room(&v, "tract").unwrap().unwrap();
+        assert!(other.starts_with("undefined by the spec"), "{other}");
+        let ours = run_case::spec_room(&v, "ours").unwrap().unwrap_err();
+        assert!(
+            ours.contains("must be a float32 sum rounded once"),
+            "{ours}"
         );
         // ... and three of the wider bounds off fails.
         let v = run_edited(
