@@ -5,8 +5,11 @@
 # First prints one line {"session_ms": [...], "version": ...}: how long
 # creating each session took. Then, for each line {"model": i, "reps": R}
 # read from stdin, runs model i once to warm up and R timed times, and
-# prints {"samples_ms": [...]}. Ends at end of input.
+# prints {"samples_ms": [...]}. With "cpu": c in the request, the calling
+# thread (which runs the model when intra_op_num_threads is 1) moves to CPU
+# c first, where the other side's round ran. Ends at end of input.
 import json
+import os
 import sys
 import time
 
@@ -36,6 +39,8 @@ def main():
     for line in sys.stdin:
         request = json.loads(line)
         sess, feeds = sessions[request["model"]]
+        if request.get("cpu") is not None:
+            os.sched_setaffinity(0, {request["cpu"]})
         # The other side's threads may still be spinning: let them stop.
         time.sleep(0.05)
         sess.run(None, feeds)

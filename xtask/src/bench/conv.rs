@@ -1,5 +1,6 @@
 //! Conv against onnxruntime, on one thread and on all, as shares of the
-//! measured FMA peak. The two sides alternate in rounds per shape.
+//! measured FMA peak. The two sides alternate in rounds per shape; on one
+//! thread both sides of a round run on the same CPU.
 
 use super::{median, rayon_threads, ConvFigure, Figures};
 use crate::python;
@@ -159,8 +160,9 @@ impl OrtServer {
         serde_json::from_str(&line).with_context(|| format!("bench_ort.py printed {line:?}"))
     }
 
-    /// `reps` timed runs of model `model`, in milliseconds.
-    fn time(&mut self, model: usize, reps: usize) -> Result<Vec<f64>> {
+    /// `reps` timed runs of model `model`, in milliseconds, on CPU `cpu`
+    /// only when one is given.
+    fn time(&mut self, model: usize, reps: usize, cpu: Option<usize>) -> Result<Vec<f64>> {
         let stdin = self
             .stdin
             .as_mut()
@@ -168,7 +170,7 @@ impl OrtServer {
         writeln!(
             stdin,
             "{}",
-            serde_json::json!({ "model": model, "reps": reps })
+            serde_json::json!({ "model": model, "reps": reps, "cpu": cpu })
         )?;
         stdin.flush()?;
         let reply = self.read()?;
@@ -215,6 +217,7 @@ pub fn bench_conv(reps: usize, figures: &mut Figures) -> Result<()> {
         cases.push((model, x));
     }
     let all = rayon_threads();
+    let cpus = one_cpu_per_round();
     let counts: Vec<usize> = if all > 1 { vec![1, all] } else { vec![1] };
     for threads in counts {
         let pool = rayon::ThreadPoolBuilder::new()
@@ -241,12 +244,18 @@ pub fn bench_conv(reps: usize, figures: &mut Figures) -> Result<()> {
             let rounds = reps.div_ceil(PER_ROUND).max(MIN_ROUNDS);
             let per_round = reps.div_ceil(rounds).max(1);
             let (mut mine, mut theirs) = (Vec::new(), Vec::new());
-            for _ in 0..rounds {
+            for round in 0..rounds {
+                // On one thread both sides of a round run on the same CPU,
+                // a different one each round (see `one_cpu_per_round`).
+                let cpu = (threads == 1 && !cpus.is_empty()).then(|| cpus[round % cpus.len()]);
                 // Each side's pool threads spin for a while after their
                 // work (onnxruntime's by default): a pause between sides
                 // lets them stop before the other side is timed.
                 std::thread::sleep(SETTLE);
                 pool.install(|| {
+                    if let Some(cpu) = cpu {
+                        pin_current_thread(cpu);
+                    }
                     black_box(prepared.run(black_box(inputs)).expect("conv"));
                     for _ in 0..per_round {
                         let t = Instant::now();
@@ -254,7 +263,7 @@ pub fn bench_conv(reps: usize, figures: &mut Figures) -> Result<()> {
                         mine.push(t.elapsed().as_secs_f64() * 1e3);
                     }
                 });
-                theirs.extend(ort.time(i, per_round)?);
+                theirs.extend(ort.time(i, per_round, cpu)?);
             }
             ours.push((prep, Duration::from_secs_f64(median_of(&mut mine) / 1e3)));
             ort_ms.push(median_of(&mut theirs));
@@ -319,3 +328,45 @@ pub fn bench_conv(reps: usize, figures: &mut Figures) -> Result<()> {
     }
     Ok(())
 }
+
+/// The CPUs this process may run on, for pinning one-thread rounds.
+///
+/// This machine's CPUs are not equally fast at a given moment: pinned runs
+/// of the same kernel, 0.2 s apart, were 1.5x apart on one CPU against the
+/// other, and which CPU was the slow one changed within seconds. Left to the
+/// scheduler, our pool thread and onnxruntime's process each stay on the
+/// CPU they last ran on, often not the same one, so a run's one-thread
+/// ratio measured the CPUs as much as the kernels. Empty where the set
+/// cannot be read (then nothing is pinned).
+#[cfg(target_os = "linux")]
+fn one_cpu_per_round() -> Vec<usize> {
+    // SAFETY: `set` is a plain bit set the call fills in.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn one_cpu_per_round() -> Vec<usize> {
+    Vec::new()
+}
+
+/// Keeps the calling thread on `cpu` (one of [`one_cpu_per_round`]'s).
+#[cfg(target_os = "linux")]
+fn pin_current_thread(cpu: usize) {
+    // SAFETY: as above; pid 0 is the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn pin_current_thread(_: usize) {}
