@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Opens the scoreboard page (written by `cargo xtask scoreboard`) in headless
 # Chromium from file:// and checks what the browser rendered against
-# scoreboard.json: the per-runtime counts, and that a URL-fragment filter
+# scoreboard.json: the per-runtime counts and known failures, and that a URL-fragment filter
 # shows only matching rows, all of them (up to the page's row limit). Then
 # takes the screenshot the README shows (docs/scoreboard.png).
 #
@@ -64,6 +64,8 @@ class Dom(HTMLParser):
             self.summary[self.summary_row] = {"total": int(a["data-total"])}
         if self.in_summary and tag == "td" and "data-outcome" in a:
             self.summary[self.summary_row][a["data-outcome"]] = int(a["data-count"])
+        if self.in_summary and tag == "td" and "data-known" in a:
+            self.summary[self.summary_row]["known"] = int(a["data-known"])
         if tag == "tr" and a.get("class") == "case":
             self.cases.append(a)
         if a.get("id") == "case-count":
@@ -90,6 +92,10 @@ for rt in board["runtimes"]:
             errors.append(f"{rt['name']} {o}: counts {want} but {from_rows.get(o, 0)} results in the JSON")
         if shown.get(o) != want:
             errors.append(f"{rt['name']} {o}: page shows {shown.get(o)}, JSON has {want}")
+    known = sum(1 for r in board["results"] if r["runtime"] == rt["name"] and r.get("known"))
+    if rt.get("known", 0) != known or shown.get("known") != known:
+        errors.append(f"{rt['name']} known failures: JSON counts {rt.get('known')}, page shows "
+                      f"{shown.get('known')}, {known} results are known")
     if shown["total"] != sum(from_rows.values()):
         errors.append(f"{rt['name']}: page total {shown['total']} != {sum(from_rows.values())}")
 

@@ -454,8 +454,11 @@ fn judge(c: &Ctx, name: &str, expect: &Expect, v: &Verdict) -> Judged {
         };
     };
     if let Some(reason) = c.expectations.explain(name, backend, kind, &m) {
+        // The record keeps what failed as well as why it is listed: the
+        // scoreboard shows a known wrong answer as a wrong answer.
+        let record = format!("known ({reason}): [{kind}] {m}");
         return (
-            with(Outcome::ExpectedFailure, &reason, Some(v)),
+            with(Outcome::ExpectedFailure, &record, Some(v)),
             Ok(Completion::ignored_with(format!(
                 "expected {kind} failure: {reason}"
             ))),

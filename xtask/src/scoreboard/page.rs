@@ -37,7 +37,8 @@ td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}
 th{background:#f3f3f3}
 .o-pass{background:#b7e4b0}.o-wrong{background:#f4a3a3}.o-error{background:#f7c59f}
 .o-crash{background:#d26a6a;color:#fff}.o-timeout{background:#c9a0dc}
-.o-expected_failure{background:#f6e58d}.o-undefined{background:#d6e4f0}
+.o-undefined{background:#d6e4f0}
+.known{font-style:italic}
 .o-not_applicable{background:#eee;color:#777}.o-skipped{background:#e0e0e0}
 .o-cannot_run{background:#bbb}
 #filters label{margin-right:1em}
@@ -100,6 +101,7 @@ function summary() {
   const t = el("table", { id: "summary-table" });
   const head = el("tr", {}, el("th", {}, "runtime"), el("th", {}, "version"), el("th", {}, "trials"));
   for (const o of O) head.append(el("th", { class: "o-" + o }, o.replace("_", " ")));
+  head.append(el("th", { title: "failures listed in cases/expectations.toml, each with its reason" }, "of the failures, known"));
   t.append(head);
   for (const rt of D.runtimes) {
     const total = Object.values(rt.counts).reduce((a, b) => a + b, 0);
@@ -113,6 +115,7 @@ function summary() {
       const share = total ? (100 * n / total).toFixed(1) + "%" : "";
       tr.append(el("td", { class: n ? "o-" + o : "", "data-outcome": o, "data-count": n }, n + (n ? " (" + share + ")" : "")));
     }
+    tr.append(el("td", { class: "known", "data-known": rt.known || 0 }, rt.known || 0));
     t.append(tr);
   }
   document.getElementById("summary").replaceChildren(t);
@@ -135,7 +138,7 @@ function changes() {
 // The worst outcome in a cell gives its colour, so a cell with one wrong
 // result among passes does not look green; trials that were not run at all
 // colour a cell only when nothing ran.
-const WORST = ["crash", "wrong", "timeout", "error", "expected_failure", "cannot_run", "undefined", "pass", "skipped", "not_applicable"];
+const WORST = ["crash", "wrong", "timeout", "error", "cannot_run", "undefined", "pass", "skipped", "not_applicable"];
 function matrices(rows) {
   const box = document.getElementById("matrices");
   box.replaceChildren();
@@ -159,7 +162,9 @@ function matrices(rows) {
         const c = {};
         for (const r of here) c[r.outcome] = (c[r.outcome] || 0) + 1;
         const worst = WORST.find(o => c[o]);
-        const text = O.filter(o => c[o]).map(o => c[o] + " " + o.replace("_", " ")).join(", ");
+        const known = here.filter(r => r.known).length;
+        const text = O.filter(o => c[o]).map(o => c[o] + " " + o.replace("_", " ")).join(", ") +
+          (known ? "; " + known + " of the failures known" : "");
         tr.append(el("td", { class: worst ? "o-" + worst : "", title: text, "data-runtime": rt, "data-count": here.length },
           here.length ? (c.pass || 0) + "/" + here.length : ""));
       }
@@ -177,9 +182,9 @@ function cases(rows) {
   const t = el("table", { id: "case-table" }, el("tr", {}, ...["runtime", "trial", "operator", "version", "element type", "outcome", "max abs", "bound units", "message", "reproduce"].map(h => el("th", {}, h))));
   for (const r of shown) {
     const fig = x => (x === null || x === undefined ? "" : Number(x).toPrecision(3));
-    t.append(el("tr", { class: "case", "data-runtime": r.runtime, "data-outcome": r.outcome, "data-operator": r.operator, "data-version": r.op_version, "data-element-type": r.element_type },
+    t.append(el("tr", { class: "case", "data-runtime": r.runtime, "data-outcome": r.outcome, "data-known": r.known ? 1 : 0, "data-operator": r.operator, "data-version": r.op_version, "data-element-type": r.element_type },
       el("td", {}, r.runtime), el("td", {}, r.trial), el("td", {}, r.operator), el("td", {}, r.op_version),
-      el("td", {}, r.element_type), el("td", { class: "o-" + r.outcome }, r.outcome + (r.failure ? " (" + r.failure + ")" : "")),
+      el("td", {}, r.element_type), el("td", { class: "o-" + r.outcome + (r.known ? " known" : "") }, r.outcome + (r.failure ? " (" + r.failure + ")" : "") + (r.known ? ", known" : "")),
       el("td", {}, fig(r.max_abs)), el("td", {}, fig(r.bound_units)), el("td", { class: "msg" }, r.message || ""),
       el("td", {}, el("code", {}, repro[r.runtime] + sh(r.trial)))));
   }

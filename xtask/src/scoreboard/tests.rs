@@ -33,11 +33,10 @@ fn outcomes_map_by_failure_kind() {
         (Outcome::Fail, Some(FailureKind::Panic), "crash"),
         (Outcome::Fail, None, "error"),
         (Outcome::Fail, Some(FailureKind::Timeout), "timeout"),
-        (
-            Outcome::ExpectedFailure,
-            Some(FailureKind::Values),
-            "expected_failure",
-        ),
+        // A known failure is still the failure it is.
+        (Outcome::ExpectedFailure, Some(FailureKind::Values), "wrong"),
+        (Outcome::ExpectedFailure, Some(FailureKind::Error), "error"),
+        (Outcome::ExpectedFailure, Some(FailureKind::Panic), "crash"),
         (Outcome::Undefined, None, "undefined"),
         (Outcome::NotExpressible, None, "not_applicable"),
         (Outcome::Skipped, None, "skipped"),
@@ -62,6 +61,7 @@ fn row(runtime: &str, trial: &str, outcome: &str) -> Row {
         max_abs: None,
         bound_units: None,
         message: None,
+        known: false,
     }
 }
 
@@ -77,10 +77,11 @@ fn board(runs: &[(&str, &str)], results: Vec<Row>) -> Scoreboard {
             message: None,
             repro: String::new(),
             counts: counts(&results, name),
+            known: known(&results, name),
         })
         .collect();
     Scoreboard {
-        schema: 1,
+        schema: SCHEMA,
         generated_unix: 0,
         outcomes: vec![],
         runtimes,
@@ -184,4 +185,33 @@ fn reproducing_commands_quote_what_the_shell_would_split() {
         "ORT_DYLIB_PATH=$(cargo xtask ort-path) ONNX_BACKEND=onnxruntime cargo test --features onnxruntime --test conformance -- --exact "
     );
     assert_eq!(shell_quote("command:py x.py"), "'command:py x.py'");
+}
+
+#[test]
+fn known_failures_show_their_kind_and_are_counted_as_known() {
+    let mut listed = record(Outcome::ExpectedFailure, Some(FailureKind::Values));
+    listed.message = Some("known (rounds half up): [values] output 0 'y' differs".into());
+    let records = TrialRecords {
+        backend: "tract".into(),
+        runtime_version: String::new(),
+        records: vec![
+            listed,
+            record(Outcome::Fail, Some(FailureKind::Values)),
+            record(Outcome::Pass, None),
+        ],
+    };
+    let rows = rows_of("tract", &records);
+    let got: Vec<_> = rows.iter().map(|r| (r.outcome.as_str(), r.known)).collect();
+    assert_eq!(got, [("wrong", true), ("wrong", false), ("pass", false)]);
+    let b = board(&[("tract", "ran")], rows);
+    assert_eq!(b.runtimes[0].counts["wrong"], 2);
+    assert_eq!(b.runtimes[0].known, 1);
+    let table = summary_table(&b);
+    assert!(table.contains("known |"), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("| tract |") && l.ends_with(" 1 |")),
+        "{table}"
+    );
 }
