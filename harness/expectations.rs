@@ -96,6 +96,14 @@ impl Entry {
     }
 }
 
+/// The entry that explained a failure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Explained {
+    pub reason: String,
+    /// As [`Expectations::ids`] lists it.
+    pub id: String,
+}
+
 /// What the expectations say about one trial before it runs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expect {
@@ -188,15 +196,15 @@ impl Expectations {
         }
     }
 
-    /// The reason of the entry that explains this failure of `trial`, if
-    /// any, counting it as used.
+    /// The entry that explains this failure of `trial`, if any, counting it
+    /// as used: its reason and id.
     pub fn explain(
         &self,
         trial: &str,
         backend: &str,
         kind: FailureKind,
         message: &str,
-    ) -> Option<String> {
+    ) -> Option<Explained> {
         // An entry that lists the trial explains it before one for any
         // trial, so that the listing is what its failure is held to.
         let fits = |listed: bool| {
@@ -208,7 +216,31 @@ impl Expectations {
         };
         let k = fits(true).or_else(|| fits(false))?;
         self.used[k].fetch_add(1, Ordering::Relaxed);
-        Some(self.expected_failure[k].reason.clone())
+        Some(Explained {
+            reason: self.expected_failure[k].reason.clone(),
+            id: self.id(k),
+        })
+    }
+
+    /// Names expected failure `k` in records: its place in the file and
+    /// what it describes, the same in every process of one build.
+    fn id(&self, k: usize) -> String {
+        let e = &self.expected_failure[k];
+        format!(
+            "expected_failure #{} ({}): {}",
+            k + 1,
+            e.backend,
+            e.describe()
+        )
+    }
+
+    /// The ids of the expected failures that apply to `backend` in this
+    /// build: the ones a complete run must use.
+    pub fn ids(&self, backend: &str) -> Vec<String> {
+        (0..self.expected_failure.len())
+            .filter(|&k| self.expected_failure[k].in_this_build(backend))
+            .map(|k| self.id(k))
+            .collect()
     }
 
     /// Entries for `backend` naming trials of which none exists (stale
@@ -270,9 +302,13 @@ pub fn glob(pattern: &str, text: &str) -> bool {
 // The conformance target compiles with cfg(test) but without libtest, so
 // these tests run from the harness-unit target.
 #[cfg(test)]
-#[allow(unused_imports)]
+#[allow(unused_imports, dead_code)]
 mod tests {
     use super::*;
+
+    fn reason(x: Option<Explained>) -> Option<String> {
+        x.map(|x| x.reason)
+    }
 
     #[test]
     fn unknown_keys_and_empty_reasons_are_rejected() {
@@ -334,25 +370,25 @@ mod tests {
         assert_eq!(e.unexplained("ours").len(), 1);
         // Another kind, or the same kind with another message, is not it.
         assert_eq!(
-            e.explain("node/a", "ours", FailureKind::Error, values),
+            reason(e.explain("node/a", "ours", FailureKind::Error, values)),
             None
         );
         assert_eq!(
-            e.explain(
+            reason(e.explain(
                 "node/a",
                 "ours",
                 FailureKind::Values,
                 "output 1 'z' differs"
-            ),
+            )),
             None
         );
         assert_eq!(
-            e.explain("node/b", "ours", FailureKind::Values, values),
+            reason(e.explain("node/b", "ours", FailureKind::Values, values)),
             None
         );
         assert_eq!(e.unexplained("ours").len(), 1, "no match is no use");
         assert_eq!(
-            e.explain("node/a", "ours", FailureKind::Values, values),
+            reason(e.explain("node/a", "ours", FailureKind::Values, values)),
             Some("known".into())
         );
         assert!(e.unexplained("ours").is_empty());
@@ -370,18 +406,21 @@ mod tests {
         let msg =
             "onnxruntime rejected the model: Could not find an implementation for Pad(1) node";
         assert_eq!(
-            e.explain("node/x", "onnxruntime", FailureKind::Panic, msg),
+            reason(e.explain("node/x", "onnxruntime", FailureKind::Panic, msg)),
             None
         );
         assert_eq!(
-            e.explain("node/x", "onnxruntime", FailureKind::Error, msg),
+            reason(e.explain("node/x", "onnxruntime", FailureKind::Error, msg)),
             Some("no kernel".into())
         );
         assert_eq!(
-            e.explain("node/x", "onnxruntime", FailureKind::Error, "values differ"),
+            reason(e.explain("node/x", "onnxruntime", FailureKind::Error, "values differ")),
             None
         );
-        assert_eq!(e.explain("node/x", "ours", FailureKind::Error, msg), None);
+        assert_eq!(
+            reason(e.explain("node/x", "ours", FailureKind::Error, msg)),
+            None
+        );
         assert!(e.unused(&[], "onnxruntime").is_empty());
         assert!(e.unexplained("onnxruntime").is_empty());
     }
@@ -395,7 +434,7 @@ mod tests {
         .unwrap();
         let m = "tract panicked: attempt to add with overflow";
         assert_eq!(
-            e.explain("d/x@Pad-11", "tract", FailureKind::Panic, m),
+            reason(e.explain("d/x@Pad-11", "tract", FailureKind::Panic, m)),
             Some("listed".into())
         );
         assert_eq!(
@@ -404,7 +443,7 @@ mod tests {
             "the entry for any trial is unused"
         );
         assert_eq!(
-            e.explain("d/y", "tract", FailureKind::Panic, m),
+            reason(e.explain("d/y", "tract", FailureKind::Panic, m)),
             Some("any".into())
         );
         assert!(e.unexplained("tract").is_empty());
@@ -422,11 +461,30 @@ mod tests {
         );
         let e = Expectations::parse(&text).unwrap();
         assert_eq!(
-            e.explain("a", "ours", FailureKind::Panic, "broadcast"),
+            reason(e.explain("a", "ours", FailureKind::Panic, "broadcast")),
             None
         );
         assert!(e.unexplained("ours").is_empty());
         assert!(Expectations::parse(&text.replace(other, "fast")).is_err());
+    }
+
+    #[test]
+    fn an_explanation_names_its_entry_as_the_listing_of_the_backend_does() {
+        let e = Expectations::parse(
+            "[[expected_failure]]\nbackend = \"tract\"\nfailure = \"panic\"\nmessage = \"tract panicked\"\nreason = \"any\"\n\n\
+             [[expected_failure]]\nbackend = \"rten\"\nfailure = \"error\"\nmessage = \"no kernel\"\nreason = \"r\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            e.ids("tract"),
+            ["expected_failure #1 (tract): any trial: panic failure containing \"tract panicked\""]
+        );
+        assert_eq!(e.ids("rten").len(), 1);
+        assert!(e.ids("ours").is_empty());
+        let x = e
+            .explain("d/x", "tract", FailureKind::Panic, "tract panicked: no")
+            .unwrap();
+        assert_eq!(x.id, e.ids("tract")[0]);
     }
 
     #[test]

@@ -24,11 +24,11 @@ mod variants;
 
 use anyhow::{bail, Result};
 use cli::Cli;
-use expectations::{Expect, Expectations};
+use expectations::{Expect, Expectations, Explained};
 use libtest_mimic::{Completion, Failed, Trial};
 use onnx_conformance::backend::{Backend, Ours};
 use onnx_conformance::Limits;
-use record::{with, Meta, MetaExt, Outcome, Recorder};
+use record::{with, Judgement, Meta, MetaExt, Outcome, Recorder, SuiteListing};
 use run_case::{Prepared, Verdict};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -171,6 +171,13 @@ fn trials(recorder: &Recorder, cli: &Cli) -> Result<(Vec<Trial>, Option<Arc<Ctx>
         case_trials(&ctx, Arc::new(case), &mut trials, &mut names);
     }
     if using_default && whole {
+        // Records of parts of this run (nextest partitions) can then be
+        // held to what a whole run is held to when they are merged.
+        recorder.list_suite(|| SuiteListing {
+            backend: ctx.backend.name().to_string(),
+            trials: names.clone(),
+            expected_failures: ctx.expectations.ids(ctx.backend.name()),
+        });
         let stale: Vec<String> = ctx
             .expectations
             .unused(&names, ctx.backend.name())
@@ -415,17 +422,12 @@ fn trial(
                 }
             },
         };
-        let (o, msg, verdict) = outcome;
-        c.recorder
-            .push(meta.outcome(o, (!msg.is_empty()).then_some(msg), verdict.as_ref()));
+        c.recorder.push(outcome.record(&meta));
         result
     })
 }
 
-type Judged = (
-    (Outcome, String, Option<Verdict>),
-    Result<Completion, Failed>,
-);
+type Judged = (Judgement, Result<Completion, Failed>);
 
 /// Holds a run's verdict to the expectations: a failure passes only when an
 /// entry names its kind and message; a listed trial must fail so.
@@ -453,12 +455,16 @@ fn judge(c: &Ctx, name: &str, expect: &Expect, v: &Verdict) -> Judged {
             },
         };
     };
-    if let Some(reason) = c.expectations.explain(name, backend, kind, &m) {
+    if let Some(Explained { reason, id }) = c.expectations.explain(name, backend, kind, &m) {
         // The record keeps what failed as well as why it is listed: the
         // scoreboard shows a known wrong answer as a wrong answer.
         let record = format!("known ({reason}): [{kind}] {m}");
+        let judgement = Judgement {
+            explained_by: Some(id),
+            ..with(Outcome::ExpectedFailure, &record, Some(v))
+        };
         return (
-            with(Outcome::ExpectedFailure, &record, Some(v)),
+            judgement,
             Ok(Completion::ignored_with(format!(
                 "expected {kind} failure: {reason}"
             ))),

@@ -9,16 +9,36 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 pub use onnx_conformance::trial_record::{
-    Outcome, TrialMeta as Meta, TrialRecord as Record, TrialRecords,
+    Outcome, SuiteListing, TrialMeta as Meta, TrialRecord as Record, TrialRecords,
 };
 
+/// What a judged trial comes to, for its record.
+pub struct Judgement {
+    pub outcome: Outcome,
+    pub message: String,
+    pub verdict: Option<Verdict>,
+    /// The expected failure that explained it.
+    pub explained_by: Option<String>,
+}
+
 /// Bundles an outcome with its message and verdict.
-pub fn with(
-    outcome: Outcome,
-    message: &str,
-    verdict: Option<&Verdict>,
-) -> (Outcome, String, Option<Verdict>) {
-    (outcome, message.to_string(), verdict.cloned())
+pub fn with(outcome: Outcome, message: &str, verdict: Option<&Verdict>) -> Judgement {
+    Judgement {
+        outcome,
+        message: message.to_string(),
+        verdict: verdict.cloned(),
+        explained_by: None,
+    }
+}
+
+impl Judgement {
+    /// The trial's record.
+    pub fn record(self, meta: &Meta) -> Record {
+        let message = (!self.message.is_empty()).then_some(self.message);
+        let mut r = meta.outcome(self.outcome, message, self.verdict.as_ref());
+        r.explained_by = self.explained_by;
+        r
+    }
 }
 
 /// Builds metadata and records for trials.
@@ -89,6 +109,7 @@ impl MetaExt for Meta {
             max_abs: verdict.and_then(|v| finite(v.max_abs)),
             max_rel: verdict.and_then(|v| finite(v.max_rel)),
             bound_units: verdict.and_then(|v| v.bound_units),
+            explained_by: None,
         }
     }
 }
@@ -146,6 +167,28 @@ impl Recorder {
     /// Names the runtime whose trials are recorded.
     pub fn judging(&self, backend: Arc<dyn Backend>) {
         let _ = self.runtime.set(backend);
+    }
+
+    /// With `ONNX_RECORD_DIR`, writes the folder's [`SuiteListing`] unless
+    /// it has one: every process of a nextest run builds the same listing,
+    /// and the first (its `--list`) writes it.
+    pub fn list_suite(&self, listing: impl FnOnce() -> SuiteListing) {
+        let Some(dir) = &self.dir else { return };
+        let path = dir.join(SuiteListing::FILE);
+        if path.exists() {
+            return;
+        }
+        let write = || -> Result<()> {
+            std::fs::create_dir_all(dir)?;
+            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+            std::fs::write(&tmp, serde_json::to_string_pretty(&listing())?)?;
+            std::fs::rename(&tmp, &path)?;
+            Ok(())
+        };
+        if let Err(e) = write() {
+            // Merging then says the listing is missing.
+            eprintln!("could not write {}: {e:#}", path.display());
+        }
     }
 
     pub fn write(&self, path: &Path) -> Result<()> {

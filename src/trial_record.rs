@@ -133,6 +133,11 @@ pub struct TrialRecord {
     /// judged (Conv).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bound_units: Option<f64>,
+    /// For an expected failure: the id of the cases/expectations.toml entry
+    /// that explained it ([`SuiteListing::expected_failures`]), so that a
+    /// run merged from parts can tell which entries explained nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explained_by: Option<String>,
 }
 
 /// The whole file: which backend ran, and every trial.
@@ -204,6 +209,76 @@ impl TrialRecords {
     }
 }
 
+/// What a complete run of the default cases consists of, written once into
+/// an `ONNX_RECORD_DIR` folder (as [`SuiteListing::FILE`]) by the run that
+/// builds every trial (cargo-nextest's `--list` does). With it, records
+/// merged from parts can be held to what one whole run is held to: every
+/// trial recorded, and every expected failure of the backend
+/// explaining some failure.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SuiteListing {
+    pub backend: String,
+    /// Every trial of the default cases the expectations may name: each
+    /// writes a record (some when they are built, such as those not
+    /// expressible at their version; the rest when they run).
+    pub trials: Vec<String>,
+    /// The ids of the expected failures that apply to this backend and
+    /// build.
+    pub expected_failures: Vec<String>,
+}
+
+/// What records merged from parts lack against their [`SuiteListing`].
+#[derive(Debug, Default, PartialEq)]
+pub struct Shortfall {
+    /// Trials with no record: a part is missing, or a trial did not write
+    /// its record.
+    pub missing: Vec<String>,
+    /// Expected failures that explained no failure although every trial
+    /// ran: stale entries.
+    pub stale: Vec<String>,
+}
+
+impl SuiteListing {
+    /// Its file name in a record folder: not a trial's (those hold `%2F`).
+    pub const FILE: &'static str = "_suite.json";
+
+    /// What `merged` lacks; staleness is only told when no trial is
+    /// missing (a missing record could be the failure an entry explains).
+    pub fn shortfall(&self, merged: &TrialRecords) -> Shortfall {
+        let recorded: std::collections::BTreeSet<&str> = merged
+            .records
+            .iter()
+            .map(|r| r.meta.trial.as_str())
+            .collect();
+        let missing: Vec<String> = self
+            .trials
+            .iter()
+            .filter(|t| !recorded.contains(t.as_str()))
+            .cloned()
+            .collect();
+        if !missing.is_empty() {
+            return Shortfall {
+                missing,
+                stale: Vec::new(),
+            };
+        }
+        let used: std::collections::BTreeSet<&str> = merged
+            .records
+            .iter()
+            .filter_map(|r| r.explained_by.as_deref())
+            .collect();
+        Shortfall {
+            missing,
+            stale: self
+                .expected_failures
+                .iter()
+                .filter(|e| !used.contains(e.as_str()))
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,7 +301,34 @@ mod tests {
             max_abs: Some(0.0),
             max_rel: Some(0.0),
             bound_units: None,
+            explained_by: None,
         }
+    }
+
+    #[test]
+    fn a_merged_run_is_short_of_missing_trials_and_then_of_stale_entries() {
+        let listing = SuiteListing {
+            backend: "tract".into(),
+            trials: vec!["a".into(), "b".into()],
+            expected_failures: vec!["#1 x".into(), "#2 y".into()],
+        };
+        let mut known = record("b", Outcome::ExpectedFailure);
+        known.explained_by = Some("#2 y".into());
+        // One part lost: the missing trial is named, staleness not told.
+        let short = listing.shortfall(&part("tract", vec![known.clone()]));
+        assert_eq!(short.missing, ["a"]);
+        assert!(short.stale.is_empty());
+        // Complete: the entry that explained nothing is stale.
+        let whole = part("tract", vec![record("a", Outcome::Pass), known]);
+        let short = listing.shortfall(&whole);
+        assert!(short.missing.is_empty());
+        assert_eq!(short.stale, ["#1 x"]);
+        // Both entries used: nothing short.
+        let mut other = record("a", Outcome::ExpectedFailure);
+        other.explained_by = Some("#1 x".into());
+        let mut all = whole.clone();
+        all.records[0] = other;
+        assert_eq!(listing.shortfall(&all), Shortfall::default());
     }
 
     fn part(backend: &str, records: Vec<TrialRecord>) -> TrialRecords {

@@ -35,7 +35,9 @@ pub struct Args {
     merge: Vec<PathBuf>,
 }
 
-use onnx_conformance::trial_record::{Outcome, TrialRecord as Trial, TrialRecords as Trials};
+use onnx_conformance::trial_record::{
+    Outcome, SuiteListing, TrialRecord as Trial, TrialRecords as Trials,
+};
 
 pub fn run(args: Args) -> Result<()> {
     let out = args
@@ -44,10 +46,13 @@ pub fn run(args: Args) -> Result<()> {
         .unwrap_or_else(|| crate::target_dir().join("conformance"));
     std::fs::create_dir_all(&out)?;
     let trials_path = out.join("trials.json");
+    // What merged records lack against a whole run, told after the reports
+    // are written.
+    let mut shortfall = None;
     let trials = if args.merge.is_empty() {
         run_suite(&args, &trials_path)?
     } else {
-        let merged = merge_dirs(&args.merge)?;
+        let (merged, listing) = merge_dirs(&args.merge)?;
         // The same file a single run writes, so the two can be compared.
         std::fs::write(&trials_path, serde_json::to_string_pretty(&merged)?)?;
         eprintln!(
@@ -55,6 +60,17 @@ pub fn run(args: Args) -> Result<()> {
             merged.records.len(),
             args.merge.len()
         );
+        shortfall = match &listing {
+            Some(l) => whole_run_check(l, &merged),
+            None => {
+                eprintln!(
+                    "xtask: the folders hold no {}: they come from runs that did not build the whole suite, \
+                     so missing records and stale expectations cannot be told",
+                    SuiteListing::FILE
+                );
+                None
+            }
+        };
         merged
     };
     let report = build(&trials);
@@ -81,7 +97,54 @@ pub fn run(args: Args) -> Result<()> {
             bail!("{regressions} regressions against {}", b.display());
         }
     }
+    if let Some(problem) = shortfall {
+        bail!("{problem}");
+    }
     Ok(())
+}
+
+/// What a whole run would have failed on that the merged parts lack:
+/// trials without a record, or (when none is missing) expected failures
+/// that explained no failure. None when the merge is as good as one run.
+fn whole_run_check(listing: &SuiteListing, merged: &Trials) -> Option<String> {
+    if listing.backend != merged.backend {
+        return Some(format!(
+            "the suite listing is of backend {} but the records are of {}",
+            listing.backend, merged.backend
+        ));
+    }
+    let short = listing.shortfall(merged);
+    let first = |v: &[String]| {
+        v.iter()
+            .take(10)
+            .map(|s| format!("\n  {s}"))
+            .collect::<String>()
+    };
+    if !short.missing.is_empty() {
+        return Some(format!(
+            "{} of the suite's {} trials have no record (a partition missing, or a trial that \
+             failed before recording); the first:{}",
+            short.missing.len(),
+            listing.trials.len(),
+            first(&short.missing)
+        ));
+    }
+    if !short.stale.is_empty() {
+        return Some(format!(
+            "cases/expectations.toml has {} expected failures that explained no failure in the merged \
+             run (complete: every trial recorded); make them match the failure they describe, \
+             or remove them:{}",
+            short.stale.len(),
+            first(&short.stale)
+        ));
+    }
+    eprintln!(
+        "xtask: the merged records are complete ({} trials) and every one of the {} expected \
+         failures explained a failure",
+        listing.trials.len(),
+        listing.expected_failures.len()
+    );
+    None
 }
 
 /// Runs the conformance suite, which writes its records to `trials_path`.
@@ -148,16 +211,31 @@ pub fn run_conformance(
         .with_context(|| format!("{} is not a trial report", trials_path.display()))
 }
 
-/// Every record file (`*.json`) in `dirs`, merged into one run.
-fn merge_dirs(dirs: &[PathBuf]) -> Result<Trials> {
+/// Every record file (`*.json`) in `dirs`, merged into one run, and the
+/// suite listing the folders hold (all the same, or an error).
+fn merge_dirs(dirs: &[PathBuf]) -> Result<(Trials, Option<SuiteListing>)> {
     let mut parts = Vec::new();
+    let mut listing: Option<SuiteListing> = None;
     for dir in dirs {
         let entries = std::fs::read_dir(dir)
             .with_context(|| format!("reading records in {}", dir.display()))?;
         let before = parts.len();
         for entry in entries {
             let path = entry?.path();
-            if path.extension().is_some_and(|e| e == "json") {
+            if path.file_name().is_some_and(|n| n == SuiteListing::FILE) {
+                let text = std::fs::read_to_string(&path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                let this: SuiteListing = serde_json::from_str(&text)
+                    .with_context(|| format!("{} is not a suite listing", path.display()))?;
+                match &listing {
+                    Some(l) if *l != this => bail!(
+                        "{} lists another suite than the other folders: records of different \
+                         runs cannot be merged",
+                        path.display()
+                    ),
+                    _ => listing = Some(this),
+                }
+            } else if path.extension().is_some_and(|e| e == "json") {
                 let text = std::fs::read_to_string(&path)
                     .with_context(|| format!("reading {}", path.display()))?;
                 let part: Trials = serde_json::from_str(&text)
@@ -169,7 +247,7 @@ fn merge_dirs(dirs: &[PathBuf]) -> Result<Trials> {
             bail!("{} holds no trial records (*.json)", dir.display());
         }
     }
-    Ok(Trials::merge(parts)?)
+    Ok((Trials::merge(parts)?, listing))
 }
 
 fn counts(trials: &[&Trial]) -> BTreeMap<String, usize> {
@@ -588,6 +666,87 @@ mod tests {
             max_abs: None,
             max_rel: None,
             bound_units: None,
+            explained_by: None,
+        }
+    }
+
+    /// Writes `records` one per file and `listing` into a fresh folder, as
+    /// ONNX_RECORD_DIR does.
+    fn record_dir(name: &str, listing: Option<&SuiteListing>, records: &[TrialRecord]) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("xtask-merge-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        if let Some(l) = listing {
+            std::fs::write(
+                d.join(SuiteListing::FILE),
+                serde_json::to_string(l).unwrap(),
+            )
+            .unwrap();
+        }
+        for (i, r) in records.iter().enumerate() {
+            let doc = Trials {
+                backend: "tract".into(),
+                runtime_version: String::new(),
+                records: vec![r.clone()],
+            };
+            std::fs::write(
+                d.join(format!("{i}.json")),
+                serde_json::to_string(&doc).unwrap(),
+            )
+            .unwrap();
+        }
+        d
+    }
+
+    /// Parts merged are held to what a whole run is held to: a record
+    /// missing, or an expected failure that explained nothing, fails.
+    #[test]
+    fn merged_parts_fail_on_a_missing_record_or_a_stale_expectation() {
+        let listing = SuiteListing {
+            backend: "tract".into(),
+            trials: vec!["invalid/a".into(), "invalid/b".into()],
+            expected_failures: vec!["expected_failure #1 (tract): x".into()],
+        };
+        let mut known = typed_record(
+            "invalid/b",
+            Outcome::ExpectedFailure,
+            "known (r): [panic] x",
+        );
+        known.explained_by = Some("expected_failure #1 (tract): x".into());
+        let pass = typed_record("invalid/a", Outcome::Pass, "");
+        let one = record_dir("one", Some(&listing), std::slice::from_ref(&known));
+        let two = record_dir("two", Some(&listing), std::slice::from_ref(&pass));
+        let (merged, l) = merge_dirs(&[one.clone(), two.clone()]).unwrap();
+        assert_eq!(whole_run_check(l.as_ref().unwrap(), &merged), None);
+        // Without the second part, a trial has no record.
+        let (merged, l) = merge_dirs(std::slice::from_ref(&one)).unwrap();
+        let m = whole_run_check(l.as_ref().unwrap(), &merged).unwrap();
+        assert!(
+            m.contains("1 of the suite's 2 trials have no record") && m.contains("invalid/a"),
+            "{m}"
+        );
+        // Complete, but the listed failure now passes: its entry is stale.
+        let fixed = typed_record("invalid/b", Outcome::Pass, "");
+        let three = record_dir("three", Some(&listing), &[fixed]);
+        let (merged, l) = merge_dirs(&[three.clone(), two.clone()]).unwrap();
+        let m = whole_run_check(l.as_ref().unwrap(), &merged).unwrap();
+        assert!(
+            m.contains("1 expected failures that explained no failure") && m.contains("#1 (tract)"),
+            "{m}"
+        );
+        // Folders of different suites do not merge.
+        let other = SuiteListing {
+            trials: vec!["invalid/a".into()],
+            ..listing.clone()
+        };
+        let four = record_dir("four", Some(&other), std::slice::from_ref(&pass));
+        let e = merge_dirs(&[one.clone(), four.clone()]).unwrap_err();
+        assert!(format!("{e:#}").contains("lists another suite"), "{e:#}");
+        // Folders without a listing merge, unchecked.
+        let five = record_dir("five", None, std::slice::from_ref(&pass));
+        assert!(merge_dirs(std::slice::from_ref(&five)).unwrap().1.is_none());
+        for d in [one, two, three, four, five] {
+            let _ = std::fs::remove_dir_all(d);
         }
     }
 

@@ -19,6 +19,7 @@ fn record(outcome: Outcome, failure: Option<FailureKind>) -> TrialRecord {
         max_abs: None,
         max_rel: None,
         bound_units: None,
+        explained_by: None,
     }
 }
 
