@@ -241,16 +241,8 @@ pub fn run_prepared_with(
                 if m.mismatches == 0 {
                     continue;
                 }
-                match within_unspecified(expected, got, policy) {
-                    Some(wide) => unspecified.push(format!(
-                        "output {k} '{label}': {} of {} values are outside the bound of the arithmetic this suite assumes ({:.3} times it at most; {}) but inside that of {} ({:.3} times it at most)",
-                        m.mismatches,
-                        m.total,
-                        m.max_bound_units.unwrap_or(0.0),
-                        wide.strict,
-                        wide.derivation,
-                        wide.units,
-                    )),
+                match compare::within_unspecified(expected, got, policy, &m) {
+                    Some(why) => unspecified.push(format!("output {k} '{label}': {why}")),
                     None => problems.push(value_report(k, &label, expected, got, &m, policy)),
                 }
             }
@@ -272,32 +264,6 @@ pub fn run_prepared_with(
     verdict.failure = Some(format!("{label}:\n  {}\n  {saved}", problems.join("\n  ")));
     verdict.kind = Some(FailureKind::Values);
     verdict
-}
-
-/// The wider bound a mismatch under `policy` still meets, where the spec
-/// leaves the arithmetic open, with the largest error in its units (and
-/// the derivation of the bound it missed).
-struct Within<'a> {
-    strict: &'a str,
-    derivation: &'a str,
-    units: f64,
-}
-
-fn within_unspecified<'a>(
-    expected: &Tensor,
-    got: &Tensor,
-    policy: &'a Policy,
-) -> Option<Within<'a>> {
-    let Policy::ErrorBound(b) = policy else {
-        return None;
-    };
-    let wide = b.unspecified.as_ref()?;
-    let m = compare::compare(expected, got, &Policy::ErrorBound((**wide).clone())).ok()?;
-    (m.mismatches == 0).then(|| Within {
-        strict: &b.derivation,
-        derivation: &wide.derivation,
-        units: m.max_bound_units.unwrap_or(0.0),
-    })
 }
 
 /// How a verdict that is right only under arithmetic the spec leaves open

@@ -383,6 +383,34 @@ pub fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
     idx
 }
 
+/// For a result that misses `policy`'s bound (`m`, from [`compare`]): when
+/// the policy has the wider bound of arithmetic the spec leaves open
+/// (`ErrorBound::unspecified`) and the result meets it, why the result is
+/// undefined by the spec rather than wrong. None otherwise.
+pub fn within_unspecified(
+    expected: &Tensor,
+    actual: &Tensor,
+    policy: &Policy,
+    m: &Mismatch,
+) -> Option<String> {
+    let Policy::ErrorBound(b) = policy else {
+        return None;
+    };
+    let wide = b.unspecified.as_ref()?;
+    let w = compare(expected, actual, &Policy::ErrorBound((**wide).clone())).ok()?;
+    (w.mismatches == 0).then(|| {
+        format!(
+            "{} of {} values are outside the bound of the arithmetic this suite assumes ({:.3} times it at most; {}) but inside that of {} ({:.3} times it at most)",
+            m.mismatches,
+            m.total,
+            m.max_bound_units.unwrap_or(0.0),
+            b.derivation,
+            wide.derivation,
+            w.max_bound_units.unwrap_or(0.0),
+        )
+    })
+}
+
 /// A human report of a value mismatch.
 pub fn describe(m: &Mismatch, shape: &[usize], policy: &Policy) -> String {
     let mut s = String::new();

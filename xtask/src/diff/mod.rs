@@ -1,4 +1,5 @@
-//! `cargo xtask diff --against <onnxruntime|tract>`: seeded random cases for
+//! `cargo xtask diff --against <runtime>` (any of the scoreboard's but
+//! ours: onnxruntime, tract, rten, candle, onnx-reference): seeded random cases for
 //! every version of the covered operators, run through our kernels and
 //! through another runtime (in a child process, so that its crashes are
 //! findings, not the end of the run). Disagreements are shrunk while they
@@ -24,7 +25,9 @@ use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The runtime to compare with: onnxruntime or tract.
+    /// The runtime to compare with: onnxruntime, tract, rten, candle or
+    /// onnx-reference (onnx's ReferenceEvaluator, through the command
+    /// backend).
     #[arg(long, required_unless_present = "merge", default_value = "")]
     against: String,
     /// Only these operators (Pad, Conv, CenterCropPad); default: all three.
@@ -419,38 +422,47 @@ fn known_finding<'a>(
     })
 }
 
-fn build_worker(backend: &str) -> Result<Worker> {
+/// The runtimes `--against` takes: the scoreboard's, but ours.
+fn runtimes_to_compare() -> impl Iterator<Item = &'static crate::scoreboard::Runtime> {
+    crate::scoreboard::RUNTIMES
+        .iter()
+        .filter(|r| r.name != "ours")
+}
+
+/// The worker that runs cases through runtime `name` (a scoreboard name):
+/// built with the runtime's cargo feature, with the environment the
+/// scoreboard gives it (onnxruntime's library, the onnx reference's Python).
+fn build_worker(name: &str) -> Result<Worker> {
+    let Some(rt) = runtimes_to_compare().find(|r| r.name == name) else {
+        bail!(
+            "--against must be one of {}, not '{name}'",
+            runtimes_to_compare()
+                .map(|r| r.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    };
+    let (backend, env) = crate::scoreboard::prepare(rt, None)?;
     let root = crate::project_root();
     let target = crate::target_dir().join("worker");
-    let mut env = Vec::new();
-    if backend == "onnxruntime" {
-        let lib = crate::ort_path::library()?;
-        env.push(("ORT_DYLIB_PATH".to_string(), lib.display().to_string()));
-    } else if backend != "tract" {
-        bail!("--against must be onnxruntime or tract, not '{backend}'");
-    }
     eprintln!(
-        "xtask: building runtime_worker with feature {backend} (target dir {})",
+        "xtask: building runtime_worker for {name} (features '{}', target dir {})",
+        rt.features,
         target.display()
     );
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .current_dir(&root)
-        .args([
-            "build",
-            "--release",
-            "--bin",
-            "runtime_worker",
-            "--features",
-            backend,
-        ])
-        .env("CARGO_TARGET_DIR", &target)
-        .status()?;
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(&root)
+        .args(["build", "--release", "--bin", "runtime_worker"]);
+    if !rt.features.is_empty() {
+        cmd.args(["--features", rt.features]);
+    }
+    let status = cmd.env("CARGO_TARGET_DIR", &target).status()?;
     if !status.success() {
         bail!("building runtime_worker failed");
     }
     Ok(Worker {
         exe: target.join("release/runtime_worker"),
-        backend: backend.to_string(),
+        backend,
         env,
         child: None,
     })

@@ -58,11 +58,12 @@ enum Setup {
     PythonCommand(&'static str),
 }
 
-/// One runtime of the scoreboard: adding a runtime is one entry here.
+/// One runtime of the scoreboard (and of `diff --against`): adding a
+/// runtime is one entry here.
 #[derive(Clone, Copy, Debug)]
 pub struct Runtime {
-    name: &'static str,
-    features: &'static str,
+    pub name: &'static str,
+    pub features: &'static str,
     /// ONNX_BACKEND, for in-process runtimes; command runtimes compute theirs.
     backend: &'static str,
     setup: Setup,
@@ -338,8 +339,12 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
-/// The environment and ONNX_BACKEND for one runtime, preparing what it needs.
-fn prepare(rt: &Runtime, trial_timeout: Option<u64>) -> Result<(String, Vec<(String, String)>)> {
+/// The environment and ONNX_BACKEND for one runtime, preparing what it
+/// needs (also for `diff`'s worker).
+pub fn prepare(
+    rt: &Runtime,
+    trial_timeout: Option<u64>,
+) -> Result<(String, Vec<(String, String)>)> {
     let mut envs = Vec::new();
     if let Some(t) = trial_timeout {
         envs.push(("ONNX_TRIAL_TIMEOUT".to_string(), t.to_string()));
