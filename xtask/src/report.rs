@@ -106,7 +106,7 @@ pub fn run(args: Args) -> Result<()> {
 /// What a whole run would have failed on that the merged parts lack:
 /// trials without a record, or (when none is missing) expected failures
 /// that explained no failure. None when the merge is as good as one run.
-fn whole_run_check(listing: &SuiteListing, merged: &Trials) -> Option<String> {
+pub fn whole_run_check(listing: &SuiteListing, merged: &Trials) -> Option<String> {
     if listing.backend != merged.backend {
         return Some(format!(
             "the suite listing is of backend {} but the records are of {}",
@@ -213,7 +213,7 @@ pub fn run_conformance(
 
 /// Every record file (`*.json`) in `dirs`, merged into one run, and the
 /// suite listing the folders hold (all the same, or an error).
-fn merge_dirs(dirs: &[PathBuf]) -> Result<(Trials, Option<SuiteListing>)> {
+pub fn merge_dirs(dirs: &[PathBuf]) -> Result<(Trials, Option<SuiteListing>)> {
     let mut parts = Vec::new();
     let mut listing: Option<SuiteListing> = None;
     for dir in dirs {

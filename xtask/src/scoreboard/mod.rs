@@ -35,8 +35,10 @@ pub struct Args {
     #[arg(long)]
     out: Option<PathBuf>,
     /// Build the scoreboard from the records an earlier run left in the
-    /// output folder (`records-<runtime>.json`) instead of running the
-    /// suite again: to re-render the page, or gather runs made elsewhere.
+    /// output folder (`records-<runtime>.json`, or a folder
+    /// `records-<runtime>/` of ONNX_RECORD_DIR records, one subfolder per
+    /// part of a split run) instead of running the suite again: to
+    /// re-render the page, or gather runs made elsewhere.
     #[arg(long)]
     reuse: bool,
     /// Build the runtimes' suites in release mode. By default they are
@@ -393,28 +395,49 @@ fn repro(rt: &Runtime, backend: &str) -> String {
     )
 }
 
-/// A runtime's records from an earlier run, and the backend they name.
+/// A runtime's records from an earlier run, and the backend they name:
+/// `records-<runtime>.json`, or a folder `records-<runtime>/` of
+/// `ONNX_RECORD_DIR` records (itself, or one subfolder per part of a split
+/// run), merged and held to the checks of a whole run as `report --merge`
+/// holds them.
 fn reuse(rt: &Runtime, records: &Path) -> Result<(String, TrialRecords)> {
-    let text = std::fs::read_to_string(records)
-        .with_context(|| format!("--reuse: reading {} for {}", records.display(), rt.name))?;
-    let t: TrialRecords = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a trial report", records.display()))?;
+    let folder = records.with_extension("");
+    let t: TrialRecords = if folder.is_dir() {
+        let mut parts: Vec<PathBuf> = std::fs::read_dir(&folder)
+            .with_context(|| format!("--reuse: reading {}", folder.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .collect();
+        if parts.is_empty() {
+            parts.push(folder.clone());
+        }
+        parts.sort();
+        let (merged, listing) = crate::report::merge_dirs(&parts)
+            .with_context(|| format!("--reuse: merging the records in {}", folder.display()))?;
+        match listing {
+            Some(l) => {
+                if let Some(problem) = crate::report::whole_run_check(&l, &merged) {
+                    bail!("{}: {problem}", folder.display());
+                }
+            }
+            None => eprintln!(
+                "xtask: {} holds no {}: missing records and stale expectations cannot be told",
+                folder.display(),
+                onnx_conformance::trial_record::SuiteListing::FILE
+            ),
+        }
+        merged
+    } else {
+        let text = std::fs::read_to_string(records)
+            .with_context(|| format!("--reuse: reading {} for {}", records.display(), rt.name))?;
+        serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a trial report", records.display()))?
+    };
     let backend = match rt.setup {
         Setup::PythonCommand(_) => t.backend.clone(),
         _ => rt.backend.to_string(),
     };
     Ok((backend, t))
-}
-
-/// The runtime's version: what the records name (`runtime_version`, once
-/// the backends record it), else the backend name.
-fn version_in(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    v.get("runtime_version")?
-        .as_str()
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -474,7 +497,11 @@ pub fn run(args: Args) -> Result<()> {
         let (status, message, backend, version) = match attempt {
             Ok((backend, t)) => {
                 results.extend(rows_of(rt.name, &t));
-                let version = version_in(&records).unwrap_or_else(|| t.backend.clone());
+                // The runtime's name and version as its records give it,
+                // else the backend name.
+                let version = Some(t.runtime_version.clone())
+                    .filter(|v| !v.is_empty())
+                    .unwrap_or_else(|| t.backend.clone());
                 ("ran", None, backend, version)
             }
             Err(e) => {

@@ -216,3 +216,43 @@ fn known_failures_show_their_kind_and_are_counted_as_known() {
         "{table}"
     );
 }
+
+/// A split run's record folders, gathered with --reuse, are merged and held
+/// to the checks of a whole run.
+#[test]
+fn reused_record_folders_merge_and_must_be_complete() {
+    use onnx_conformance::trial_record::SuiteListing;
+    let out = std::env::temp_dir().join(format!("xtask-scoreboard-reuse-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let tract = RUNTIMES.iter().find(|r| r.name == "tract").unwrap();
+    let listing = SuiteListing {
+        backend: "tract".into(),
+        trials: vec!["node/a".into(), "node/b".into()],
+        expected_failures: vec![],
+    };
+    let write = |part: &str, trial: &str| {
+        let dir = out.join("records-tract").join(part);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join(SuiteListing::FILE),
+            serde_json::to_string(&listing).unwrap(),
+        )
+        .unwrap();
+        let mut r = record(Outcome::Pass, None);
+        r.meta.trial = trial.into();
+        let doc = TrialRecords {
+            backend: "tract".into(),
+            runtime_version: "tract-onnx 0.23.9".into(),
+            records: vec![r],
+        };
+        std::fs::write(dir.join("r.json"), serde_json::to_string(&doc).unwrap()).unwrap();
+    };
+    write("1", "node/a");
+    let e = reuse(tract, &out.join("records-tract.json")).unwrap_err();
+    assert!(format!("{e:#}").contains("have no record"), "{e:#}");
+    write("2", "node/b");
+    let (backend, t) = reuse(tract, &out.join("records-tract.json")).unwrap();
+    assert_eq!((backend.as_str(), t.records.len()), ("tract", 2));
+    assert_eq!(t.runtime_version, "tract-onnx 0.23.9");
+    let _ = std::fs::remove_dir_all(&out);
+}
