@@ -169,15 +169,13 @@ impl Recorder {
         let _ = self.runtime.set(backend);
     }
 
-    /// With `ONNX_RECORD_DIR`, writes the folder's [`SuiteListing`] unless
-    /// it has one: every process of a nextest run builds the same listing,
-    /// and the first (its `--list`) writes it.
+    /// With `ONNX_RECORD_DIR`, writes the folder's [`SuiteListing`]. Only a
+    /// run that builds every trial calls this (a plain run, or nextest's
+    /// `--list`; its per-trial processes build one case each), so a folder
+    /// used again gets the listing of the latest run.
     pub fn list_suite(&self, listing: impl FnOnce() -> SuiteListing) {
         let Some(dir) = &self.dir else { return };
         let path = dir.join(SuiteListing::FILE);
-        if path.exists() {
-            return;
-        }
         let write = || -> Result<()> {
             std::fs::create_dir_all(dir)?;
             let tmp = path.with_extension(format!("tmp{}", std::process::id()));

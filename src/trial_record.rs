@@ -209,9 +209,9 @@ impl TrialRecords {
     }
 }
 
-/// What a complete run of the default cases consists of, written once into
-/// an `ONNX_RECORD_DIR` folder (as [`SuiteListing::FILE`]) by the run that
-/// builds every trial (cargo-nextest's `--list` does). With it, records
+/// What a complete run of the default cases consists of, written into an
+/// `ONNX_RECORD_DIR` folder (as [`SuiteListing::FILE`]) by a run that
+/// builds every trial (a plain run, or cargo-nextest's `--list`). With it, records
 /// merged from parts can be held to what one whole run is held to: every
 /// trial recorded, and every expected failure of the backend
 /// explaining some failure.
