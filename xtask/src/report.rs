@@ -60,17 +60,7 @@ pub fn run(args: Args) -> Result<()> {
             merged.records.len(),
             args.merge.len()
         );
-        shortfall = match &listing {
-            Some(l) => whole_run_check(l, &merged),
-            None => {
-                eprintln!(
-                    "xtask: the folders hold no {}: they come from runs that did not build the whole suite, \
-                     so missing records and stale expectations cannot be told",
-                    SuiteListing::FILE
-                );
-                None
-            }
-        };
+        shortfall = held_to_whole_run(listing.as_ref(), &merged, "the folders");
         merged
     };
     let report = build(&trials);
@@ -103,10 +93,30 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
+/// [`whole_run_check`] where `what` (the merged folders) holds a suite
+/// listing; without one, a note that it cannot be told, and None.
+pub fn held_to_whole_run(
+    listing: Option<&SuiteListing>,
+    merged: &Trials,
+    what: &str,
+) -> Option<String> {
+    match listing {
+        Some(l) => whole_run_check(l, merged),
+        None => {
+            eprintln!(
+                "xtask: {what} hold no {}: they come from runs that did not build the whole suite, \
+                 so missing records and stale expectations cannot be told",
+                SuiteListing::FILE
+            );
+            None
+        }
+    }
+}
+
 /// What a whole run would have failed on that the merged parts lack:
 /// trials without a record, or (when none is missing) expected failures
 /// that explained no failure. None when the merge is as good as one run.
-pub fn whole_run_check(listing: &SuiteListing, merged: &Trials) -> Option<String> {
+fn whole_run_check(listing: &SuiteListing, merged: &Trials) -> Option<String> {
     if listing.backend != merged.backend {
         return Some(format!(
             "the suite listing is of backend {} but the records are of {}",

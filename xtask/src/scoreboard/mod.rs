@@ -414,17 +414,9 @@ fn reuse(rt: &Runtime, records: &Path) -> Result<(String, TrialRecords)> {
         parts.sort();
         let (merged, listing) = crate::report::merge_dirs(&parts)
             .with_context(|| format!("--reuse: merging the records in {}", folder.display()))?;
-        match listing {
-            Some(l) => {
-                if let Some(problem) = crate::report::whole_run_check(&l, &merged) {
-                    bail!("{}: {problem}", folder.display());
-                }
-            }
-            None => eprintln!(
-                "xtask: {} holds no {}: missing records and stale expectations cannot be told",
-                folder.display(),
-                onnx_conformance::trial_record::SuiteListing::FILE
-            ),
+        let what = format!("the folders of {}", folder.display());
+        if let Some(problem) = crate::report::held_to_whole_run(listing.as_ref(), &merged, &what) {
+            bail!("{}: {problem}", folder.display());
         }
         merged
     } else {
