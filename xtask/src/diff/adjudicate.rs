@@ -204,22 +204,27 @@ mod tests {
     use super::*;
     use onnx_conformance::model::{Graph, Node, ValueInfo};
 
-    fn pad_model() -> Model {
+    /// One `op` node at `opset` from graph inputs `inputs` to output `y`.
+    fn single_node(op: &str, opset: i64, inputs: &[&str]) -> Model {
         let v = |n: &str| ValueInfo {
             name: n.into(),
             ..ValueInfo::default()
         };
         Model {
             ir_version: 8,
-            opset_import: vec![(String::new(), 18)],
+            opset_import: vec![(String::new(), opset)],
             graph: Graph {
                 name: "g".into(),
-                nodes: vec![Node::new("", "Pad", &["x", "p"], &["y"], vec![])],
+                nodes: vec![Node::new("", op, inputs, &["y"], vec![])],
                 initializers: Vec::new(),
-                inputs: vec![v("x"), v("p")],
+                inputs: inputs.iter().map(|n| v(n)).collect(),
                 outputs: vec![v("y")],
             },
         }
+    }
+
+    fn pad_model() -> Model {
+        single_node("Pad", 18, &["x", "p"])
     }
 
     fn ok(values: &[f32]) -> Answer {
@@ -268,21 +273,7 @@ mod tests {
     #[test]
     fn a_half_type_conv_only_as_good_as_a_half_sum_is_theirs_undefined_and_ours_wrong() {
         use half::f16;
-        let v = |n: &str| ValueInfo {
-            name: n.into(),
-            ..ValueInfo::default()
-        };
-        let m = Model {
-            ir_version: 10,
-            opset_import: vec![(String::new(), 22)],
-            graph: Graph {
-                name: "g".into(),
-                nodes: vec![Node::new("", "Conv", &["x", "w"], &["y"], vec![])],
-                initializers: Vec::new(),
-                inputs: vec![v("x"), v("w")],
-                outputs: vec![v("y")],
-            },
-        };
+        let m = single_node("Conv", 22, &["x", "w"]);
         let ones = || Tensor::from_vec(&[1, 1, 1, 4], vec![f16::ONE; 4]);
         let inputs = [ones(), ones()];
         let y = |value: f32| [Tensor::from_vec(&[1, 1, 1, 1], vec![f16::from_f32(value)])];
