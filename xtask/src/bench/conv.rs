@@ -357,14 +357,24 @@ fn one_cpu_per_round() -> Vec<usize> {
     Vec::new()
 }
 
-/// Keeps the calling thread on `cpu` (one of [`one_cpu_per_round`]'s).
+/// Keeps the calling thread on `cpu` (one of [`one_cpu_per_round`]'s); says
+/// so once when it cannot, since the one-thread figures are then unpinned.
 #[cfg(target_os = "linux")]
 fn pin_current_thread(cpu: usize) {
     // SAFETY: as above; pid 0 is the calling thread.
-    unsafe {
+    let failed = unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
+    };
+    if failed {
+        static WARNED: std::sync::Once = std::sync::Once::new();
+        WARNED.call_once(|| {
+            eprintln!(
+                "xtask: could not pin the bench thread to CPU {cpu} ({}): one-thread rounds run unpinned",
+                std::io::Error::last_os_error()
+            )
+        });
     }
 }
 
