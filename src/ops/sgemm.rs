@@ -2,12 +2,13 @@
 //! AVX-512F and for AVX2 with FMA; other machines (and f64) use the `gemm`
 //! crate.
 //!
-//! `C[m x n] += A[m x k] * B[k x n]`, all row-major with explicit row strides.
+//! `C[m x n] += A[m x k] * B[k x n]`, all row-major with explicit row strides,
+//! or `C = bias + A * B` with one bias per row of C ([`Onto`]).
 //! Numerical contract: f32 products accumulated in f32 with fused
 //! multiply-add, in blocks of `KC` along k; NaN and infinities propagate.
 //! Both kernels run the same sequence of operations per element of C (zero,
-//! one FMA per k in order, then one add into C per block), so they give
-//! bit-identical results.
+//! one FMA per k in order, then one add into C, or for the first block onto
+//! the row's bias, per block), so they give bit-identical results.
 //!
 //! Structure: B is packed into panels of `NR` = 48 columns, A into panels of
 //! `MR` = 8 rows, one layout for both instruction sets (so im2col can write
@@ -64,15 +65,40 @@ impl Isa {
     }
 }
 
-/// `C += A * B` on the kernels for `isa`; returns false (doing nothing) for
-/// `Isa::Portable`, which has none.
+/// What the product lands on.
+#[derive(Clone, Copy, Debug)]
+pub enum Onto<'a> {
+    /// C's own values: `C += A * B`.
+    C,
+    /// One value per row of C, which is overwritten (and so need not be
+    /// initialised): `C = bias + A * B`. Conv's bias lands this way: filling
+    /// C with it first and adding the product later passed over C twice,
+    /// a fifth of a 1x1 Conv's time (perf, N8 C64 56x56).
+    RowBias(&'a [f32]),
+}
+
+impl Onto<'_> {
+    /// The base of the first k block's tile at row `i0`: the rows' biases
+    /// from there, or None for C's values.
+    fn first_block(self, i0: usize) -> Option<*const f32> {
+        match self {
+            Onto::C => None,
+            Onto::RowBias(b) => Some(b[i0..].as_ptr()),
+        }
+    }
+}
+
+/// `C += A * B` (or `C = bias + A * B`, see [`Onto`]) on the kernels for
+/// `isa`; returns false (doing nothing) for `Isa::Portable`, which has none.
 ///
 /// # Safety
 /// The CPU must support `isa`; `a` must hold `m` rows of `k` values at
 /// stride `lda`, `b` `k` rows of `n` values at stride `ldb`, `c` `m` rows of
-/// `n` values at stride `ldc`, and `c` must not overlap `a` or `b`.
+/// `n` values at stride `ldc`, and `c` must not overlap `a` or `b`; a
+/// `RowBias` holds `m` values.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn sgemm_acc(
+    onto: Onto,
     isa: Isa,
     m: usize,
     n: usize,
@@ -88,11 +114,11 @@ pub unsafe fn sgemm_acc(
     #[cfg(target_arch = "x86_64")]
     {
         if isa != Isa::Portable {
-            imp::sgemm(isa, m, n, k, a, lda, b, ldb, c, ldc);
+            imp::sgemm(onto, isa, m, n, k, a, lda, b, ldb, c, ldc);
             return true;
         }
     }
-    let _ = (isa, m, n, k, a, lda, b, ldb, c, ldc);
+    let _ = (onto, isa, m, n, k, a, lda, b, ldb, c, ldc);
     false
 }
 
@@ -132,7 +158,7 @@ unsafe fn pack_a_panel(
 /// A's block starts at `k0 * m_panels * MR`, panel `q` at `+ q * kc * MR`,
 /// element `(kk, r)` at `+ kk * MR + r`.
 pub mod packed {
-    use super::{Isa, KC, MR, NR};
+    use super::{Isa, Onto, KC, MR, NR};
 
     /// Column panels of a B with n columns.
     pub fn panels(n: usize) -> usize {
@@ -208,14 +234,16 @@ pub mod packed {
         m.div_ceil(MR)
     }
 
-    /// `C[row panels rows, column panels panels] += A * B` from packed operands.
+    /// `C[row panels rows, column panels panels] += A * B` (or onto the
+    /// rows' biases) from packed operands.
     ///
     /// # Safety
     /// The CPU must support `isa`, which is not `Isa::Portable`; `c` must
     /// hold `m` rows of `n` columns at stride `ldc`; `pa`/`pb` must be packed
-    /// for (m, k) and (n, k).
+    /// for (m, k) and (n, k); a `RowBias` holds `m` values.
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn sgemm(
+        onto: Onto,
         isa: Isa,
         m: usize,
         n: usize,
@@ -229,19 +257,20 @@ pub mod packed {
     ) {
         debug_assert!(isa != Isa::Portable && isa.supported());
         #[cfg(target_arch = "x86_64")]
-        super::imp::prepacked(isa, m, n, k, pa, pb, c, ldc, panels, rows);
+        super::imp::prepacked(onto, isa, m, n, k, pa, pb, c, ldc, panels, rows);
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = (isa, m, n, k, pa, pb, c, ldc, panels, rows);
+        let _ = (onto, isa, m, n, k, pa, pb, c, ldc, panels, rows);
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod imp {
-    use super::{Isa, KC, MR, NR};
+    use super::{Isa, Onto, KC, MR, NR};
     use std::arch::x86_64::*;
 
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn sgemm(
+        onto: Onto,
         isa: Isa,
         m: usize,
         n: usize,
@@ -253,7 +282,16 @@ mod imp {
         c: *mut f32,
         ldc: usize,
     ) {
-        if m == 0 || n == 0 || k == 0 {
+        if m == 0 || n == 0 {
+            return;
+        }
+        if k == 0 {
+            // No product: C is already itself, or becomes the biases.
+            if let Onto::RowBias(bias) = onto {
+                for (i, &b) in bias[..m].iter().enumerate() {
+                    std::slice::from_raw_parts_mut(c.add(i * ldc), n).fill(b);
+                }
+            }
             return;
         }
         let n_panels = n.div_ceil(NR);
@@ -271,12 +309,13 @@ mod imp {
         if pb.len() < need_b {
             pb.resize(need_b, 0.0);
         }
-        blocked(isa, m, n, k, a, lda, b, ldb, c, ldc, &mut pa, &mut pb);
+        blocked(onto, isa, m, n, k, a, lda, b, ldb, c, ldc, &mut pa, &mut pb);
         SCRATCH.with(|cell| *cell.borrow_mut() = (pa, pb));
     }
 
     #[allow(clippy::too_many_arguments)]
     unsafe fn blocked(
+        onto: Onto,
         isa: Isa,
         m: usize,
         n: usize,
@@ -334,6 +373,7 @@ mod imp {
                         ldc,
                         h,
                         w,
+                        if k0 == 0 { onto.first_block(i0) } else { None },
                     );
                 }
             }
@@ -343,6 +383,7 @@ mod imp {
 
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn prepacked(
+        onto: Onto,
         isa: Isa,
         m: usize,
         n: usize,
@@ -376,6 +417,7 @@ mod imp {
                         ldc,
                         h,
                         w,
+                        if k0 == 0 { onto.first_block(i0) } else { None },
                     );
                 }
             }
@@ -384,7 +426,8 @@ mod imp {
     }
 
     /// C[h x w] += Apanel (kc x MR) * Bpanel (kc x NR), for h <= MR, w <= NR,
-    /// on the kernel for `isa` (not `Isa::Portable`).
+    /// on the kernel for `isa` (not `Isa::Portable`); with a `base`, C =
+    /// base[r] + the product instead (C's values unread).
     #[inline]
     #[allow(clippy::too_many_arguments)]
     unsafe fn tile(
@@ -396,19 +439,22 @@ mod imp {
         ldc: usize,
         h: usize,
         w: usize,
+        base: Option<*const f32>,
     ) {
         match isa {
-            Isa::Avx512 => kernel_avx512(kc, pa, pb, c, ldc, h, w),
-            _ => kernel_avx2(kc, pa, pb, c, ldc, h, w),
+            Isa::Avx512 => kernel_avx512(kc, pa, pb, c, ldc, h, w, base),
+            _ => kernel_avx2(kc, pa, pb, c, ldc, h, w, base),
         }
     }
 
-    /// C[h x w] += Apanel (kc x MR) * Bpanel (kc x NR), for h <= MR, w <= NR.
+    /// C[h x w] += Apanel (kc x MR) * Bpanel (kc x NR), for h <= MR, w <= NR;
+    /// with a `base` (h values), C = base[r] + the product.
     ///
     /// Numerical contract: each element of C gets the f32 sum of its kc
     /// products, formed by one fused multiply-add per k in order from zero,
-    /// then added to C with one rounding.
+    /// then added to C (or to its row's base) with one rounding.
     #[target_feature(enable = "avx512f")]
+    #[allow(clippy::too_many_arguments)]
     unsafe fn kernel_avx512(
         kc: usize,
         pa: *const f32,
@@ -417,6 +463,7 @@ mod imp {
         ldc: usize,
         h: usize,
         w: usize,
+        base: Option<*const f32>,
     ) {
         let mut acc = [_mm512_setzero_ps(); 3 * MR];
         for kk in 0..kc {
@@ -447,11 +494,16 @@ mod imp {
             let cp = c.add(r * ldc);
             for v in 0..3 {
                 let p = cp.add(16 * v);
+                let old = |mask| match base {
+                    Some(b) => _mm512_set1_ps(*b.add(r)),
+                    None if mask == 0xFFFF => _mm512_loadu_ps(p),
+                    None => _mm512_maskz_loadu_ps(mask, p),
+                };
                 if masks[v] == 0xFFFF {
-                    _mm512_storeu_ps(p, _mm512_add_ps(_mm512_loadu_ps(p), acc[3 * r + v]));
+                    _mm512_storeu_ps(p, _mm512_add_ps(old(masks[v]), acc[3 * r + v]));
                 } else if masks[v] != 0 {
-                    let old = _mm512_maskz_loadu_ps(masks[v], p);
-                    _mm512_mask_storeu_ps(p, masks[v], _mm512_add_ps(old, acc[3 * r + v]));
+                    let sum = _mm512_add_ps(old(masks[v]), acc[3 * r + v]);
+                    _mm512_mask_storeu_ps(p, masks[v], sum);
                 }
             }
         }
@@ -466,6 +518,7 @@ mod imp {
     /// multiply-add per k in order from zero, then added to C with one
     /// rounding.
     #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
     unsafe fn kernel_avx2(
         kc: usize,
         pa: *const f32,
@@ -474,6 +527,7 @@ mod imp {
         ldc: usize,
         h: usize,
         w: usize,
+        base: Option<*const f32>,
     ) {
         // Both row halves of one column half back to back: the second
         // reads the B columns the first just brought into L1.
@@ -487,15 +541,18 @@ mod imp {
                     ldc,
                     (h - r0).min(4),
                     (w - c0).min(24),
+                    base.map(|b| b.add(r0)),
                 );
             }
         }
     }
 
     /// One 4 x 24 sub-tile of `kernel_avx2`: rows `pa[kk * MR + 0..4]`,
-    /// columns `pb[kk * NR + 0..24]`, into C[h x w] (h <= 4, w <= 24).
+    /// columns `pb[kk * NR + 0..24]`, into C[h x w] (h <= 4, w <= 24), or
+    /// onto `base[r]`.
     #[target_feature(enable = "avx2,fma")]
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     unsafe fn sub_tile_avx2(
         kc: usize,
         pa: *const f32,
@@ -504,6 +561,7 @@ mod imp {
         ldc: usize,
         h: usize,
         w: usize,
+        base: Option<*const f32>,
     ) {
         // The loop in assembly: written with intrinsics, LLVM kept the 12
         // accumulators in registers but shuffled them with a spill and
@@ -560,7 +618,11 @@ mod imp {
             for r in 0..4 {
                 for v in 0..3 {
                     let p = c.add(r * ldc + 8 * v);
-                    _mm256_storeu_ps(p, _mm256_add_ps(_mm256_loadu_ps(p), acc[3 * r + v]));
+                    let old = match base {
+                        Some(b) => _mm256_set1_ps(*b.add(r)),
+                        None => _mm256_loadu_ps(p),
+                    };
+                    _mm256_storeu_ps(p, _mm256_add_ps(old, acc[3 * r + v]));
                 }
             }
         } else {
@@ -572,7 +634,8 @@ mod imp {
                     _mm256_storeu_ps(row.as_mut_ptr().add(8 * v), acc[3 * r + v]);
                 }
                 for (j, &s) in row[..w].iter().enumerate() {
-                    *c.add(r * ldc + j) += s;
+                    let p = c.add(r * ldc + j);
+                    *p = base.map_or_else(|| *p, |b| *b.add(r)) + s;
                 }
             }
         }
@@ -638,6 +701,7 @@ mod tests {
         let mut c2 = c1.clone();
         unsafe {
             sgemm_acc(
+                Onto::C,
                 Isa::Avx512,
                 m,
                 n,
@@ -650,6 +714,7 @@ mod tests {
                 n,
             );
             sgemm_acc(
+                Onto::C,
                 Isa::Avx2,
                 m,
                 n,
@@ -663,6 +728,31 @@ mod tests {
             );
         }
         assert_eq!(c1, c2);
+        // Onto the rows' biases, over C's garbage: the same bits on both
+        // kernels, and the same as adding to C filled with the biases.
+        let bias: Vec<f32> = (0..m).map(|_| r.signed_unit() as f32).collect();
+        let mut filled: Vec<f32> = (0..m * n).map(|i| bias[i / n]).collect();
+        let onto = |isa, c: &mut [f32], onto| unsafe {
+            sgemm_acc(
+                onto,
+                isa,
+                m,
+                n,
+                k,
+                a.as_ptr(),
+                k,
+                b.as_ptr(),
+                n,
+                c.as_mut_ptr(),
+                n,
+            )
+        };
+        onto(Isa::Avx512, &mut filled, Onto::C);
+        for isa in [Isa::Avx512, Isa::Avx2] {
+            let mut c = vec![f32::NAN; m * n];
+            onto(isa, &mut c, Onto::RowBias(&bias));
+            assert_eq!(c, filled, "{isa:?}");
+        }
     }
 
     /// The unpacked and prepacked entry points, the latter over a partition
@@ -680,6 +770,7 @@ mod tests {
         let mut c2 = c1.clone();
         unsafe {
             sgemm_acc(
+                Onto::C,
                 isa,
                 m,
                 n,
@@ -698,31 +789,31 @@ mod tests {
             packed::put_b_row(&mut pb, n, k, r, &b[r * n..(r + 1) * n]);
         }
         let panels = n.div_ceil(NR);
-        unsafe {
-            let rows = packed::row_panels(m);
-            packed::sgemm(isa, m, n, k, &pa, &pb, c2.as_mut_ptr(), n, 0..1, 0..rows);
-            packed::sgemm(isa, m, n, k, &pa, &pb, c2.as_mut_ptr(), n, 1..panels, 0..1);
-            packed::sgemm(
-                isa,
-                m,
-                n,
-                k,
-                &pa,
-                &pb,
-                c2.as_mut_ptr(),
-                n,
-                1..panels,
-                1..rows,
-            );
-        }
+        let rows = packed::row_panels(m);
+        let parts = |onto: Onto, c: &mut [f32]| unsafe {
+            let c = c.as_mut_ptr();
+            packed::sgemm(onto, isa, m, n, k, &pa, &pb, c, n, 0..1, 0..rows);
+            packed::sgemm(onto, isa, m, n, k, &pa, &pb, c, n, 1..panels, 0..1);
+            packed::sgemm(onto, isa, m, n, k, &pa, &pb, c, n, 1..panels, 1..rows);
+        };
+        parts(Onto::C, &mut c2);
         assert_eq!(c1, c2);
+        // Onto biases of 0.5 over garbage: the same bits as adding to 0.5.
+        let mut c3 = vec![f32::NAN; m * n];
+        parts(Onto::RowBias(&vec![0.5; m]), &mut c3);
+        assert_eq!(c1, c3);
     }
 
-    /// Each element of C is its old value plus k products, summed in some
-    /// order: within the strict policy's bound for n = k + 1 terms (the
-    /// rounding-error bound of any summation order, `error_bound.rs`),
-    /// against a plain f64 loop.
+    /// Each element of C is its old value (or its row's bias) plus k
+    /// products, summed in some order: within the strict policy's bound for
+    /// n = k + 1 terms (the rounding-error bound of any summation order,
+    /// `error_bound.rs`), against a plain f64 loop.
     fn triple_loop(isa: Isa) {
+        triple_loop_onto(isa, false);
+        triple_loop_onto(isa, true);
+    }
+
+    fn triple_loop_onto(isa: Isa, row_bias: bool) {
         require(isa);
         let mut r = Rng::new(7);
         let mut rnd = || r.signed_unit() as f32;
@@ -743,9 +834,24 @@ mod tests {
             let a: Vec<f32> = (0..m * lda).map(|_| rnd()).collect();
             let b: Vec<f32> = (0..k * ldb).map(|_| rnd()).collect();
             let mut c: Vec<f32> = (0..m * ldc).map(|_| rnd()).collect();
+            let bias: Vec<f32> = (0..m).map(|_| rnd()).collect();
             let before = c.clone();
+            if row_bias {
+                // C's values are never read: garbage in them changes nothing.
+                for (at, v) in c.iter_mut().enumerate() {
+                    if at % ldc < n {
+                        *v = f32::NAN;
+                    }
+                }
+            }
+            let onto = if row_bias {
+                Onto::RowBias(&bias)
+            } else {
+                Onto::C
+            };
             assert!(unsafe {
                 sgemm_acc(
+                    onto,
                     isa,
                     m,
                     n,
@@ -765,7 +871,8 @@ mod tests {
                         assert_eq!(c[at], before[at], "{m}x{n}x{k}: column {j} is past n");
                         continue;
                     }
-                    let (mut want, mut magnitude) = (before[at] as f64, before[at].abs() as f64);
+                    let start = if row_bias { bias[i] } else { before[at] };
+                    let (mut want, mut magnitude) = (start as f64, start.abs() as f64);
                     for p in 0..k {
                         let t = a[i * lda + p] as f64 * b[p * ldb + j] as f64;
                         want += t;

@@ -3,18 +3,21 @@
 use super::im2col::{im2col, im2col_rows};
 use super::packing::PackedWeights;
 use super::*;
-use crate::ops::sgemm::Isa;
+use crate::ops::sgemm::{Isa, Onto};
 
 /// `dst[m x n] += lhs[m x k] * rhs[k x n]`, all row-major with the given
-/// row strides, on up to `par` threads. f32 uses our kernels (`sgemm.rs`)
-/// when `isa` has them, splitting columns across threads; otherwise, and
-/// for f64, the `gemm` crate.
+/// row strides, on up to `par` threads; with `row_bias` (m values),
+/// `dst = row_bias[i] + lhs * rhs` instead, and `dst` may be uninitialised.
+/// f32 uses our kernels (`sgemm.rs`) when `isa` has them, splitting columns
+/// across threads, and adds each bias to its finished product; otherwise,
+/// and for f64, the `gemm` crate, onto `dst` filled with the biases.
 ///
 /// # Safety
 /// The operands must hold the rows and columns their sizes and strides
 /// describe; `isa` only one the CPU supports.
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn gemm_acc<T: Real>(
+    row_bias: Option<&[T]>,
     m: usize,
     n: usize,
     k: usize,
@@ -29,6 +32,10 @@ pub(super) unsafe fn gemm_acc<T: Real>(
 ) {
     if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && isa != Isa::Portable {
         let (d, l, r) = (SendPtr(dst as *mut f32), lhs as usize, rhs as usize);
+        // SAFETY: T is f32 (checked above).
+        let row_bias =
+            row_bias.map(|b| std::slice::from_raw_parts(b.as_ptr() as *const f32, b.len()));
+        let onto = row_bias.map_or(Onto::C, Onto::RowBias);
         let chunks = if par > 1 {
             par.min(n.div_ceil(64)).max(1)
         } else {
@@ -41,6 +48,7 @@ pub(super) unsafe fn gemm_acc<T: Real>(
                 let w = width.min(n - j0);
                 // SAFETY: each chunk writes its own columns j0..j0+w of dst.
                 crate::ops::sgemm::sgemm_acc(
+                    onto,
                     isa,
                     m,
                     w,
@@ -55,6 +63,13 @@ pub(super) unsafe fn gemm_acc<T: Real>(
             }
         });
         return;
+    }
+    if let Some(bias) = row_bias {
+        for (i, &b) in bias[..m].iter().enumerate() {
+            for j in 0..n {
+                dst.add(i * dst_rs + j).write(b);
+            }
+        }
     }
     let parallelism = if par > 1 {
         ::gemm::Parallelism::Rayon(par)
@@ -151,6 +166,7 @@ pub(super) fn im2col_gemm<T: Real>(
         // columns j0..j1 only: disjoint from every other job.
         unsafe {
             gemm_acc(
+                None,
                 mg,
                 width,
                 kdim,
@@ -172,11 +188,13 @@ pub(super) fn im2col_gemm<T: Real>(
 /// are packed once per call (or come `prepacked`), and im2col writes each
 /// row straight into the GEMM's packed B layout, so no separate packing pass
 /// reads the whole im2col buffer again.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn im2col_gemm_packed(
     g: &Geometry,
     x: &[f32],
     w: &[f32],
-    y: &mut [f32],
+    bias: Option<&[f32]>,
+    y: &mut [std::mem::MaybeUninit<f32>],
     tile_bytes: usize,
     isa: Isa,
     prepacked: Option<&PackedWeights>,
@@ -218,7 +236,17 @@ pub(super) fn im2col_gemm_packed(
         }
     };
     debug_assert!(packed_w.fits(g.out_channels, g.group, kdim, isa));
-    let yp = SendPtr(y.as_mut_ptr());
+    let yp = SendPtr(y.as_mut_ptr() as *mut f32);
+    // Each output row lands on its bias (or zero) as the GEMM stores it, so
+    // Y is written once, not filled first.
+    let zeros;
+    let biases = match bias {
+        Some(b) => b,
+        None => {
+            zeros = vec![0f32; g.out_channels];
+            &zeros
+        }
+    };
     thread_local! {
         static PACKED_B: std::cell::RefCell<(Vec<f32>, Vec<f32>)> = const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
     }
@@ -273,6 +301,7 @@ pub(super) fn im2col_gemm_packed(
             // each chunk its own panels (or row panels) of those.
             unsafe {
                 packed::sgemm(
+                    Onto::RowBias(&biases[gi * mg..(gi + 1) * mg]),
                     isa,
                     mg,
                     width,

@@ -432,9 +432,23 @@ pub(crate) fn conv_on<T: Real>(
     // on the 2-core bench shapes.
     rayon::scope(|_| {
         if g.is_pointwise() {
-            // Each image's planes start as their biases right before its
-            // GEMM adds to them, while they are in cache.
             pointwise(g, x, w, bias, out, isa);
+            return;
+        }
+        if is_f32 && isa != Isa::Portable {
+            // SAFETY: T is f32 (checked above), so the slices have that type.
+            let (xf, wf, bf, yf) = unsafe {
+                (
+                    std::slice::from_raw_parts(x.as_ptr() as *const f32, x.len()),
+                    std::slice::from_raw_parts(w.as_ptr() as *const f32, w.len()),
+                    bias.map(|b| std::slice::from_raw_parts(b.as_ptr() as *const f32, b.len())),
+                    std::slice::from_raw_parts_mut(
+                        out.as_mut_ptr() as *mut std::mem::MaybeUninit<f32>,
+                        out.len(),
+                    ),
+                )
+            };
+            im2col_gemm_packed(g, xf, wf, bf, yf, tile_bytes, isa, packs.gemm);
             return;
         }
         // Each output plane starts as its bias (or zero), in one parallel
@@ -443,19 +457,7 @@ pub(crate) fn conv_on<T: Real>(
         fill_bias(g, bias, out);
         // SAFETY: `fill_bias` initialised every element.
         let yv = unsafe { &mut *(out as *mut [std::mem::MaybeUninit<T>] as *mut [T]) };
-        if is_f32 && isa != Isa::Portable {
-            // SAFETY: T is f32 (checked above), so the slices have that type.
-            let (xf, wf, yf) = unsafe {
-                (
-                    std::slice::from_raw_parts(x.as_ptr() as *const f32, x.len()),
-                    std::slice::from_raw_parts(w.as_ptr() as *const f32, w.len()),
-                    std::slice::from_raw_parts_mut(yv.as_mut_ptr() as *mut f32, yv.len()),
-                )
-            };
-            im2col_gemm_packed(g, xf, wf, yf, tile_bytes, isa, packs.gemm);
-        } else {
-            im2col_gemm(g, x, w, yv, tile_bytes, isa);
-        }
+        im2col_gemm(g, x, w, yv, tile_bytes, isa);
     });
     // SAFETY: every path above wrote all planes * os elements.
     unsafe { y.set_len(planes * os) };

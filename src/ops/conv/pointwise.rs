@@ -5,7 +5,8 @@ use super::*;
 use crate::ops::sgemm::Isa;
 
 /// 1x1 kernels, stride 1, no padding: Y[n, g] = B[g] + W[g] x X[n, g]
-/// directly, into `y` (uninitialised, every element written).
+/// directly, into `y` (uninitialised, every element written once, by the
+/// GEMM, which adds each row's bias to its product).
 pub(super) fn pointwise<T: Real>(
     g: &Geometry,
     x: &[T],
@@ -19,23 +20,24 @@ pub(super) fn pointwise<T: Real>(
     let jobs = g.batch * g.group;
     let par = if jobs >= threads() { 1 } else { threads() };
     let yp = SendPtr(y.as_mut_ptr() as *mut T);
+    let zeros;
+    let biases = match bias {
+        Some(b) => b,
+        None => {
+            zeros = vec![T::ZERO; g.out_channels];
+            &zeros
+        }
+    };
     crate::ops::parallel::share(jobs, &|job| {
         let (n, gi) = (job / g.group, job % g.group);
         let xo = (n * g.in_channels + gi * cg) * s;
         let yo = (n * g.out_channels + gi * mg) * s;
         let wo = gi * mg * cg;
-        // SAFETY: each job writes its own rows of Y (first their biases,
-        // which the GEMM then adds to); X and W are only read, and all
-        // offsets stay inside the buffers sized from `g`.
+        // SAFETY: each job writes its own rows of Y; X and W are only read,
+        // and all offsets stay inside the buffers sized from `g`.
         unsafe {
-            for oc in 0..mg {
-                let b = bias.map_or(T::ZERO, |b| b[gi * mg + oc]);
-                let row = yp.get().add(yo + oc * s);
-                for k in 0..s {
-                    row.add(k).write(b);
-                }
-            }
             gemm_acc(
+                Some(&biases[gi * mg..(gi + 1) * mg]),
                 mg,
                 s,
                 cg,
