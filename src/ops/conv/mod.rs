@@ -24,7 +24,9 @@
 //! beats the GEMM (4 output channels x a row of positions, AVX-512 or
 //! AVX2), and im2col plus GEMM in column tiles otherwise. For f32 the GEMM
 //! is ours (`sgemm.rs`) when the CPU has AVX-512F or AVX2 with FMA (one
-//! packed layout, a micro-kernel per instruction set). Constant weights (an
+//! packed layout, a micro-kernel per instruction set), and it adds each
+//! output row's bias as it stores the product (`Onto::RowBias`), so every
+//! path but the `gemm` crate's writes each output once. Constant weights (an
 //! initializer) are packed once per model for the path the run will take
 //! (`prepared.rs`, `packing.rs`), else once per call; im2col rows are
 //! written straight into the GEMM's packed layout. f64, and f32 on other
