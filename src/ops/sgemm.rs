@@ -286,12 +286,7 @@ mod imp {
             return;
         }
         if k == 0 {
-            // No product: C is already itself, or becomes the biases.
-            if let Onto::RowBias(bias) = onto {
-                for (i, &b) in bias[..m].iter().enumerate() {
-                    std::slice::from_raw_parts_mut(c.add(i * ldc), n).fill(b);
-                }
-            }
+            fill_rows(onto, c, ldc, 0..m, 0..n);
             return;
         }
         let n_panels = n.div_ceil(NR);
@@ -395,6 +390,14 @@ mod imp {
         panels: std::ops::Range<usize>,
         rows: std::ops::Range<usize>,
     ) {
+        if k == 0 {
+            let (rows, cols) = (
+                rows.start * MR..(rows.end * MR).min(m),
+                panels.start * NR..(panels.end * NR).min(n),
+            );
+            fill_rows(onto, c, ldc, rows, cols);
+            return;
+        }
         let n_panels = n.div_ceil(NR);
         let m_panels = m.div_ceil(MR);
         let mut k0 = 0;
@@ -422,6 +425,24 @@ mod imp {
                 }
             }
             k0 += kc;
+        }
+    }
+
+    /// With no k to sum over, C is already itself, or becomes its rows'
+    /// biases (written, never read: C may be uninitialised).
+    unsafe fn fill_rows(
+        onto: Onto,
+        c: *mut f32,
+        ldc: usize,
+        rows: std::ops::Range<usize>,
+        cols: std::ops::Range<usize>,
+    ) {
+        if let Onto::RowBias(bias) = onto {
+            for i in rows {
+                for j in cols.clone() {
+                    c.add(i * ldc + j).write(bias[i]);
+                }
+            }
         }
     }
 
@@ -802,6 +823,40 @@ mod tests {
         let mut c3 = vec![f32::NAN; m * n];
         parts(Onto::RowBias(&vec![0.5; m]), &mut c3);
         assert_eq!(c1, c3);
+        // With k = 0 (a Conv with no input channels) C becomes the biases
+        // through both entry points, every element written.
+        let bias: Vec<f32> = (0..m).map(|i| i as f32 - 3.0).collect();
+        let want: Vec<f32> = (0..m * n).map(|i| bias[i / n]).collect();
+        let (pa0, pb0) = (
+            packed::pack_a(&[], 0, m, 0),
+            vec![0f32; packed::b_len(n, 0)],
+        );
+        let mut c4 = vec![f32::NAN; m * n];
+        unsafe {
+            let c = c4.as_mut_ptr();
+            let onto = Onto::RowBias(&bias);
+            packed::sgemm(onto, isa, m, n, 0, &pa0, &pb0, c, n, 0..1, 0..rows);
+            packed::sgemm(onto, isa, m, n, 0, &pa0, &pb0, c, n, 1..panels, 0..rows);
+        }
+        assert_eq!(c4, want);
+        let mut c5 = vec![f32::NAN; m * n];
+        let (a0, b0) = (Vec::<f32>::new(), Vec::<f32>::new());
+        unsafe {
+            sgemm_acc(
+                Onto::RowBias(&bias),
+                isa,
+                m,
+                n,
+                0,
+                a0.as_ptr(),
+                0,
+                b0.as_ptr(),
+                n,
+                c5.as_mut_ptr(),
+                n,
+            )
+        };
+        assert_eq!(c5, want);
     }
 
     /// Each element of C is its old value (or its row's bias) plus k
