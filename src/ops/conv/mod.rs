@@ -371,6 +371,17 @@ pub(crate) fn conv_on<T: Real>(
     let os = g.out_size();
     let planes = g.batch * g.out_channels;
     let tile_bytes = TILE_BYTES.min(scratch_bytes);
+    if kdim == 0 {
+        // No input channels (X [N, 0, ...] and W [M, 0, ...] are valid):
+        // every output is its channel's bias, or zero. Answered here, as
+        // the kernels assume a reduction of at least one term.
+        let mut y = Vec::with_capacity(planes * os);
+        for plane in 0..planes {
+            let b = bias.map_or(T::ZERO, |b| b[plane % g.out_channels]);
+            y.extend(std::iter::repeat_n(b, os));
+        }
+        return y;
+    }
     if g.is_depthwise_2d() {
         // The depthwise kernels start from the bias themselves and write
         // every element once: no fill pass over the output first.

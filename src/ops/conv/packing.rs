@@ -32,7 +32,10 @@ impl PackedWeights {
         assert!(group > 0 && g_out_channels.is_multiple_of(group));
         assert!(w.len() >= g_out_channels * kdim);
         let mg = g_out_channels / group;
-        let groups = if isa == Isa::Portable || mg == 0 || kdim == 0 {
+        // With no rows or no reduction a group's packed A is empty, but it
+        // is there: the GEMM then writes each row's bias (a Conv with no
+        // input channels is valid; its output is the bias).
+        let groups = if isa == Isa::Portable {
             Vec::new()
         } else {
             (0..group)

@@ -457,6 +457,44 @@ fn depthwise_padding_taps_are_skipped() {
     }
 }
 
+/// A Conv with no input channels is valid ONNX and its output is the bias
+/// (onnx's reference agrees); the lane kernel once wrote uninitialised sums
+/// for it and the im2col path panicked on its empty packed weights. Every
+/// path the machine can run, with output channels filling a lane block and
+/// not, 1x1 and 3x3, with and without bias.
+#[test]
+fn no_input_channels_give_the_bias() {
+    let mut paths = vec![KernelPath::Auto, KernelPath::Portable];
+    if Isa::Avx2.supported() {
+        paths.extend([KernelPath::Avx2, KernelPath::DirectAvx2]);
+    }
+    if Isa::Avx512.supported() {
+        paths.extend([
+            KernelPath::Avx512,
+            KernelPath::DirectAvx512,
+            KernelPath::LanesAvx512,
+        ]);
+    }
+    for (m, k, pad) in [(64, 3, 1), (3, 3, 1), (64, 1, 0), (5, 2, 0)] {
+        let attrs = ConvAttrs {
+            pads: Some(vec![pad; 4]),
+            ..Default::default()
+        };
+        let g = geometry(&attrs, &[2, 0, 6, 5], &[m, 0, k, k], Some(&[m])).unwrap();
+        let bias: Vec<f32> = (0..m).map(|c| c as f32 - 1.5).collect();
+        for path in paths.iter().copied() {
+            for b in [Some(&bias[..]), None] {
+                let got = conv_on(&g, &[], &[], b, TILE_BYTES, path, Packs::default());
+                let want: Vec<f32> = (0..got.len())
+                    .map(|i| b.map_or(0.0, |b| b[i / g.out_size() % m]))
+                    .collect();
+                assert_eq!(got.len(), 2 * m * g.out_size(), "{path:?} M {m} k {k}");
+                assert_eq!(got, want, "{path:?} M {m} k {k} bias {}", b.is_some());
+            }
+        }
+    }
+}
+
 #[test]
 fn unaddressable_extents_are_rejected() {
     for attrs in [
