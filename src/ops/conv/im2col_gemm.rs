@@ -239,14 +239,7 @@ pub(super) fn im2col_gemm_packed(
     let yp = SendPtr(y.as_mut_ptr() as *mut f32);
     // Each output row lands on its bias (or zero) as the GEMM stores it, so
     // Y is written once, not filled first.
-    let zeros;
-    let biases = match bias {
-        Some(b) => b,
-        None => {
-            zeros = vec![0f32; g.out_channels];
-            &zeros
-        }
-    };
+    let biases = bias_or_zeros(bias, g.out_channels);
     thread_local! {
         static PACKED_B: std::cell::RefCell<(Vec<f32>, Vec<f32>)> = const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
     }

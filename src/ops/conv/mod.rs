@@ -376,10 +376,9 @@ pub(crate) fn conv_on<T: Real>(
         // every output is its channel's bias, or zero. Answered here, as
         // the kernels assume a reduction of at least one term.
         let mut y = Vec::with_capacity(planes * os);
-        for plane in 0..planes {
-            let b = bias.map_or(T::ZERO, |b| b[plane % g.out_channels]);
-            y.extend(std::iter::repeat_n(b, os));
-        }
+        fill_bias(g, bias, &mut y.spare_capacity_mut()[..planes * os]);
+        // SAFETY: `fill_bias` initialised all planes * os elements.
+        unsafe { y.set_len(planes * os) };
         return y;
     }
     if g.is_depthwise_2d() {
@@ -475,6 +474,12 @@ pub(crate) fn conv_on<T: Real>(
     // SAFETY: every path above wrote all planes * os elements.
     unsafe { y.set_len(planes * os) };
     y
+}
+
+/// Each output channel's bias, or zeros without one: what the GEMM paths
+/// store their products onto.
+fn bias_or_zeros<T: Real>(bias: Option<&[T]>, channels: usize) -> Cow<'_, [T]> {
+    bias.map_or_else(|| vec![T::ZERO; channels].into(), Cow::Borrowed)
 }
 
 /// Writes each output plane of `out` (`planes x out_size`) as its channel's

@@ -20,14 +20,7 @@ pub(super) fn pointwise<T: Real>(
     let jobs = g.batch * g.group;
     let par = if jobs >= threads() { 1 } else { threads() };
     let yp = SendPtr(y.as_mut_ptr() as *mut T);
-    let zeros;
-    let biases = match bias {
-        Some(b) => b,
-        None => {
-            zeros = vec![T::ZERO; g.out_channels];
-            &zeros
-        }
-    };
+    let biases = bias_or_zeros(bias, g.out_channels);
     crate::ops::parallel::share(jobs, &|job| {
         let (n, gi) = (job / g.group, job % g.group);
         let xo = (n * g.in_channels + gi * cg) * s;
