@@ -380,6 +380,35 @@ def empty_conv_cases(root):
         write_case(root, f"test_conv22_float_{tag}", [node], [("x", x, "float"), ("w", w, "float")], [("y", y, "float")], 22)
 
 
+def no_input_channel_conv_cases(root, rng):
+    """Conv over an input with no channels (C = 0, W [M, 0, k, k]): valid
+    ONNX whose every output is its bias (an empty sum), or zero without one.
+    M = 64 and 3 reach both the channel-lane kernel and the GEMM paths of an
+    implementation that picks kernels by output channels. The expected
+    output comes from onnx's reference implementation."""
+    from onnx.reference import ReferenceEvaluator
+
+    for type_name in ("float16", "float", "double"):
+        for m, k, bias in ((64, 3, True), (3, 3, True), (64, 1, True), (5, 2, False)):
+            x = np.zeros((2, 0, 6, 5), NP[type_name])
+            w = np.zeros((m, 0, k, k), NP[type_name])
+            b = rng.standard_normal(m).astype(NP[type_name])
+            names = ["x", "w"] + (["b"] if bias else [])
+            node = helper.make_node("Conv", names, ["y"], pads=[1, 0, 1, 0])
+            ins = [("x", x, type_name), ("w", w, type_name)] + ([("b", b, type_name)] if bias else [])
+            graph = helper.make_graph(
+                [node],
+                "no_input_channels",
+                [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape)) for n, v, _ in ins],
+                [helper.make_tensor_value_info("y", helper.np_dtype_to_tensor_dtype(x.dtype), None)],
+            )
+            model = helper.make_model(graph, opset_imports=[helper.make_operatorsetid("", 22)])
+            model.ir_version = 11
+            (y,) = ReferenceEvaluator(model).run(None, {n: v for n, v, _ in ins})
+            tag = f"no_input_channels_m{m}_k{k}" + ("" if bias else "_no_bias")
+            write_case(root, f"test_conv22_{type_name}_{tag}", [node], ins, [("y", y.astype(NP[type_name]), type_name)], 22)
+
+
 def oracle_center_crop_pad(x, targets, axes):
     """Crop or pad each listed axis around its center with numpy slicing."""
     out = x
@@ -479,6 +508,7 @@ def main():
     # their bytes.
     long_reduction_cases(root, np.random.default_rng(config["seed"] + 1))
     empty_conv_cases(root)
+    no_input_channel_conv_cases(root, np.random.default_rng(config["seed"] + 2))
     seed_root = os.path.join(out, "seed")
     os.makedirs(seed_root)
     seed_cases(seed_root)
