@@ -185,6 +185,20 @@ impl Case {
                 if same && negative {
                     t.push("same_pad_negative".into());
                 }
+                // A dilated kernel longer than the padded input on some
+                // axis: the output is empty there (SAME_* always keeps at
+                // least one position).
+                let exceeds = (0..c.spatial.len()).any(|a| {
+                    let padded = match (&c.pads, c.auto_pad) {
+                        (Some(p), _) => c.spatial[a] + p[a] + p[a + c.spatial.len()],
+                        (None, "VALID") => c.spatial[a],
+                        (None, _) => usize::MAX,
+                    };
+                    c.kernel[a].saturating_sub(1) * c.dilations[a] + 1 > padded
+                });
+                if exceeds {
+                    t.push("kernel_exceeds_input".into());
+                }
                 t.push(format!("version:{}", c.version));
                 if c.group > 1 {
                     t.push("grouped".into());

@@ -901,6 +901,25 @@ mod tests {
     }
 
     #[test]
+    fn kernel_exceeds_input_is_tagged_where_the_output_is_empty_only() {
+        let with = |kernel: usize, dilation: usize, pads: Option<Vec<usize>>, auto_pad| {
+            let mut c = conv(auto_pad, vec![1]);
+            if let Case::Conv(cc) = &mut c {
+                (cc.kernel, cc.dilations, cc.pads) = (vec![kernel], vec![dilation], pads);
+            }
+            c.tags().contains(&"kernel_exceeds_input".to_string())
+        };
+        // spatial 4: a dilated extent of 5 leaves nothing unless padded.
+        assert!(with(5, 1, Some(vec![0, 0]), "NOTSET"));
+        assert!(with(2, 4, Some(vec![0, 0]), "NOTSET"));
+        assert!(!with(4, 1, Some(vec![0, 0]), "NOTSET"));
+        assert!(!with(5, 1, Some(vec![1, 0]), "NOTSET"));
+        assert!(with(5, 1, None, "VALID"));
+        assert!(!with(4, 1, None, "VALID"));
+        assert!(!with(9, 1, None, "SAME_UPPER"));
+    }
+
+    #[test]
     fn the_planted_bug_hits_notset_with_stride_above_kernel_only() {
         let bug = Some("conv-notset-stride-gt-kernel");
         assert!(planted_here(bug, &conv("NOTSET", vec![4])));
