@@ -119,9 +119,16 @@ def pad(model, node, values, version):
     for i, axis in enumerate(axes):
         begin[axis], end[axis] = pads[i], pads[i + n]
     for axis in range(x.ndim):
+        if x.shape[axis] + begin[axis] + end[axis] < 0:
+            removed = -min(begin[axis], 0) - min(end[axis], 0)
+            raise invalid(f"Pad-{version}: pads remove {removed} elements of axis {axis}, which holds {x.shape[axis]}")
+    for axis in range(x.ndim):
         kept = x.shape[axis] + min(begin[axis], 0) + min(end[axis], 0)
         if kept < 0:
-            raise invalid(f"Pad-{version}: pads remove {-min(begin[axis], 0) - min(end[axis], 0)} elements of axis {axis}, which holds {x.shape[axis]}")
+            # "add or remove (if negative)" fixes no order: cropping first
+            # removes more than the axis holds, padding first leaves
+            # in + begin + end >= 0 elements.
+            raise undefined(f"Pad-{version}: pads ({begin[axis]}, {end[axis]}) on axis {axis} of {x.shape[axis]}: cropping first removes more than the axis holds, padding first does not; the spec (\"add or remove (if negative)\") does not say which comes first")
         grows = begin[axis] > 0 or end[axis] > 0
         if kept == 0 and grows and mode != "constant":
             out_empty = any(
