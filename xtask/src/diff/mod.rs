@@ -8,6 +8,7 @@
 mod adjudicate;
 mod campaign;
 mod gen;
+mod observed;
 mod shrink;
 
 use adjudicate::{Settled, Side};
@@ -269,6 +270,9 @@ struct Evaluated {
     ours: Result<Vec<Tensor>, String>,
     theirs: Theirs,
     detail: String,
+    /// Properties seen in the outputs (`observed.rs`), matched by `when`
+    /// like the case's own.
+    observed: Vec<String>,
 }
 
 fn evaluate(
@@ -328,11 +332,18 @@ fn evaluate(
             }
         }
     };
+    let mut observed = Vec::new();
+    if let (Kind::Values, Ok(a), Theirs::Ok(b)) = (kind, &ours, &theirs) {
+        if observed::float_arithmetic(&model, &inputs, a, b) {
+            observed.push("float_arithmetic".to_string());
+        }
+    }
     Ok(Evaluated {
         kind,
         ours,
         theirs,
         detail,
+        observed,
     })
 }
 
@@ -406,7 +417,8 @@ fn known_finding<'a>(
     if settled != Settled::OursRight {
         return None;
     }
-    let properties = case.tags();
+    let mut properties = case.tags();
+    properties.extend(e.observed.iter().cloned());
     let message = match &e.theirs {
         Theirs::Error(m) | Theirs::Crash(m) => m.clone(),
         Theirs::Ok(_) => e.detail.clone(),
@@ -654,7 +666,13 @@ pub fn run(args: Args) -> Result<()> {
             settled.name(),
             reason.as_deref().unwrap_or("no"),
             p.case,
-            p.case.tags().join(", "),
+            p.case
+                .tags()
+                .iter()
+                .chain(&p.e.observed)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", "),
             describe_side(&p.e.ours),
             describe_theirs(&p.e.theirs),
             p.e.detail
@@ -872,6 +890,7 @@ mod tests {
             ours: Ok(Vec::new()),
             theirs: Theirs::Ok(Vec::new()),
             detail: "values differ".into(),
+            observed: Vec::new(),
         }
     }
 
