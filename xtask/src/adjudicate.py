@@ -172,14 +172,21 @@ def conv(model, node, values, version):
         pb, pe = pads[:k], pads[k:]
     else:
         raise invalid(f"Conv-{version}: unknown auto_pad '{auto_pad}'")
-    out_sp = [
-        (x.shape[2 + i] + pb[i] + pe[i] - dilations[i] * (kernel[i] - 1) - 1) // strides[i] + 1
-        for i in range(k)
-    ]
-    if any(o <= 0 for o in out_sp):
-        # A kernel longer than the padded input: strict shape inference and
-        # the reference implementation give an empty output.
-        shape = [x.shape[0], w.shape[0]] + [max(0, o) for o in out_sp]
+    room = [x.shape[2 + i] + pb[i] + pe[i] - dilations[i] * (kernel[i] - 1) - 1 for i in range(k)]
+    out_sp = [r // s + 1 for r, s in zip(room, strides)]
+    over = [i for i in range(k) if room[i] < 0]
+    if over:
+        # The dilated kernel overruns the padded input. The spec gives no
+        # output shape for it, and onnx's two readings differ: strict shape
+        # inference computes trunc(room / stride) + 1 (C++ division: 1, 0 or
+        # negative), the reference floor(room / stride) + 1 (0, or an
+        # error when negative). They agree, on an empty axis, only where
+        # room is exactly -stride.
+        if any(room[i] != -strides[i] for i in over):
+            i = next(i for i in over if room[i] != -strides[i])
+            inferred = int(room[i] / strides[i]) + 1
+            raise undefined(f"Conv-{version}: the kernel overruns the padded input on axis {2 + i} by {-room[i]} (stride {strides[i]}); the spec gives no output size, onnx's shape inference gives {inferred} and its reference {'an error' if out_sp[i] < 0 else out_sp[i]}")
+        shape = [x.shape[0], w.shape[0]] + out_sp
         return [np.zeros(shape, dtype=x.dtype)]
     return [oracle_conv(x, w, b, strides, dilations, pb, pe, group).astype(x.dtype)]
 

@@ -356,8 +356,9 @@ def long_reduction_cases(root, rng):
 
 
 def empty_conv_cases(root):
-    """A kernel longer than the padded input: valid ONNX whose output has
-    size 0 on that axis (strict shape inference agrees). The expected output
+    """A kernel longer than the padded input by exactly the stride (1): onnx's
+    strict shape inference and reference both give size 0 on that axis
+    (with other overruns they disagree, see adjudicate.py). The expected output
     comes from onnx's reference implementation."""
     from onnx.reference import ReferenceEvaluator
 

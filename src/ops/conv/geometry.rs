@@ -286,8 +286,11 @@ pub fn geometry(
             }
             _ => {
                 // A kernel longer than the padded input leaves no position:
-                // the output is empty on this axis, as onnx's strict shape
-                // inference and its reference implementation have it.
+                // the output is empty on this axis. The spec gives no size
+                // here; onnx's strict shape inference (trunc(room / s) + 1)
+                // and its reference (floor(room / s) + 1, an error below 0)
+                // both give 0 where the overrun equals the stride, and
+                // disagree elsewhere (1, or a negative size).
                 let padded = n + pads_begin[i] as i128 + pads_end[i] as i128;
                 if padded < span {
                     0

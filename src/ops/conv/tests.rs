@@ -677,7 +677,7 @@ fn bad_shapes_and_attributes_are_rejected() {
         ..d()
     })
     .contains("attribute 'kernel_shape': [2] contradicts W's spatial shape [3]"));
-    // A kernel longer than the padded input is valid: an empty output.
+    // A kernel longer than the padded input: an empty output (see geometry).
     let g = geometry(&d(), &[1, 1, 2], &[1, 1, 3], None).unwrap();
     assert_eq!(g.out_spatial, [0]);
     assert!(conv(&g, &[1f32, 2.0], &[1.0, 1.0, 1.0], None, TILE_BYTES).is_empty());
