@@ -182,8 +182,9 @@ def conv(model, node, values, version):
         # negative), the reference floor(room / stride) + 1 (0, or an
         # error when negative). They agree, on an empty axis, only where
         # room is exactly -stride.
-        if any(room[i] != -strides[i] for i in over):
-            i = next(i for i in over if room[i] != -strides[i])
+        disputed = [i for i in over if room[i] != -strides[i]]
+        if disputed:
+            i = disputed[0]
             inferred = int(room[i] / strides[i]) + 1
             raise undefined(f"Conv-{version}: the kernel overruns the padded input on axis {2 + i} by {-room[i]} (stride {strides[i]}); the spec gives no output size, onnx's shape inference gives {inferred} and its reference {'an error' if out_sp[i] < 0 else out_sp[i]}")
         shape = [x.shape[0], w.shape[0]] + out_sp
