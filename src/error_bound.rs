@@ -233,6 +233,18 @@ pub fn conv(node: &Node, x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<E
             "the error bound would need {work} multiply-adds (more than {MAX_BOUND_WORK})"
         ));
     }
+    if k == 0 {
+        // No input channels: every output is its bias, or zero, moved into
+        // the output without an operation, so nothing rounds.
+        return Ok(ErrorBound {
+            bound: vec![0.0; batch * maps * outputs],
+            relative: 0.0,
+            derivation:
+                "0: no input channels, every output is its bias (or 0), computed by no operation"
+                    .into(),
+            unspecified: None,
+        });
+    }
     let abs = |t: &Tensor| values(t).map(|v| v.into_iter().map(f64::abs).collect::<Vec<_>>());
     let (xv, wv) = (abs(x)?, abs(w)?);
     let bv = match b {
@@ -399,6 +411,27 @@ mod tests {
         let ErrorBound { bound, .. } = conv(&n, &x, &w, None).unwrap();
         let a = Arithmetic::of(DataType::Float).unwrap();
         assert_eq!(bound, vec![a.bound(1, 2.0), a.bound(1, 7.0)]);
+        // No input channels: the bias, exactly (no rounding to allow for),
+        // in every element type.
+        for (x0, w0, b0) in [
+            (
+                Tensor::from_vec(&[2, 0, 3], Vec::<f32>::new()),
+                Tensor::from_vec(&[2, 0, 2], Vec::<f32>::new()),
+                Tensor::from_vec(&[2], vec![0.5f32, -3.0]),
+            ),
+            (
+                Tensor::from_vec(&[2, 0, 3], Vec::<half::f16>::new()),
+                Tensor::from_vec(&[2, 0, 2], Vec::<half::f16>::new()),
+                Tensor::from_vec(
+                    &[2],
+                    vec![half::f16::from_f32(0.5), half::f16::from_f32(-3.0)],
+                ),
+            ),
+        ] {
+            let eb = conv(&node(vec![]), &x0, &w0, Some(&b0)).unwrap();
+            assert_eq!((eb.bound, eb.relative), (vec![0.0; 2 * 2 * 2], 0.0));
+            assert!(eb.unspecified.is_none());
+        }
         // A kernel longer than the input gives an empty output.
         let w = Tensor::from_vec(&[1, 2, 3], vec![1.0f32; 6]);
         let ErrorBound { bound, .. } = conv(&node(vec![]), &x, &w, None).unwrap();
