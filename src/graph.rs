@@ -14,6 +14,24 @@ use crate::tensor::Tensor;
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+/// The tensor a value name stands for before any node runs: an initializer,
+/// or the feed of that graph input (`inputs` one per [`feed_names`]).
+pub fn given_value<'a>(
+    model: &'a Model,
+    inputs: &'a [Tensor],
+    name: &str,
+) -> Result<&'a Tensor, String> {
+    if let Some((_, t)) = model.graph.initializers.iter().find(|(n, _)| n == name) {
+        return Ok(t);
+    }
+    match feed_names(model).iter().position(|f| *f == name) {
+        Some(i) => inputs
+            .get(i)
+            .ok_or_else(|| format!("the data set has no value for graph input '{name}'")),
+        None => Err(format!("'{name}' is computed by another node")),
+    }
+}
+
 /// The names of the graph inputs a caller must feed: graph inputs that are
 /// not initializers, in order.
 pub fn feed_names(model: &Model) -> Vec<&str> {

@@ -15,7 +15,7 @@
 //! (`compare::ONNX_RUNNER`), for comparison with upstream results.
 
 use crate::compare::{Policy, ONNX_RUNNER};
-use crate::graph::feed_names;
+use crate::graph::{feed_names, given_value};
 use crate::model::{Model, Node};
 use crate::tensor::Tensor;
 
@@ -120,19 +120,14 @@ fn strict(model: &Model, inputs: &[Tensor], output: &str) -> Result<Policy, Stri
         .ok_or_else(|| {
             format!("output '{output}' is computed from a Conv by other nodes: the strict policy bounds Conv outputs from Conv's own inputs only (run with ONNX_TOLERANCE=onnx to judge it by onnx's tolerance)")
         })?;
-    let feeds = feed_names(model);
     let value = |name: &str| -> Result<&Tensor, String> {
-        if let Some((_, t)) = model.graph.initializers.iter().find(|(n, _)| n == name) {
-            return Ok(t);
-        }
-        match feeds.iter().position(|f| *f == name) {
-            Some(i) => inputs
-                .get(i)
-                .ok_or_else(|| format!("the data set has no value for graph input '{name}'")),
-            None => Err(format!(
-                "Conv input '{name}' is computed by another node: the strict policy bounds Conv outputs from graph inputs and initializers only (run with ONNX_TOLERANCE=onnx)"
-            )),
-        }
+        given_value(model, inputs, name).map_err(|e| {
+            if feed_names(model).contains(&name) {
+                e
+            } else {
+                format!("Conv input {e}: the strict policy bounds Conv outputs from graph inputs and initializers only (run with ONNX_TOLERANCE=onnx)")
+            }
+        })
     };
     let arg = |k: usize| node.inputs.get(k).filter(|n| !n.is_empty());
     let x = value(arg(0).ok_or("Conv has no input X")?)?;

@@ -3,7 +3,7 @@
 //! (`when = ["dtype:double", "float_arithmetic"]`), so that such a finding
 //! cannot also excuse another bug met in the same kind of case.
 
-use onnx_conformance::{error_bound, DataType, Model, Tensor};
+use onnx_conformance::{error_bound, graph, DataType, Model, Tensor};
 
 /// `float_arithmetic`: every output of theirs is what float32 arithmetic
 /// on the inputs rounded to float32 gives, where the case is double and
@@ -47,11 +47,9 @@ pub fn float_arithmetic(
         }),
         "Conv" => {
             let value = |name: &String| -> Option<Tensor> {
-                let t = match model.graph.initializers.iter().find(|(n, _)| n == name) {
-                    Some((_, t)) => t,
-                    None => inputs.get(model.graph.inputs.iter().position(|i| &i.name == name)?)?,
-                };
-                let a = t.array::<f64>()?;
+                let a = graph::given_value(model, inputs, name)
+                    .ok()?
+                    .array::<f64>()?;
                 Some(Tensor::from_vec(
                     a.shape(),
                     a.iter().map(|&v| v as f32).collect(),
