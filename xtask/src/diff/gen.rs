@@ -51,6 +51,28 @@ pub struct PadCase {
     pub value: Option<i64>,
 }
 
+impl PadCase {
+    /// (axis, begin pad, end pad) for each axis the pads name, in the
+    /// order they name them; axes left out of `axes` are not listed, and an
+    /// axis past the rank (an invalid case) is listed as it is.
+    pub fn axis_pads(&self) -> Vec<(usize, i64, i64)> {
+        let n = self.pads.len() / 2;
+        let rank = self.shape.len() as i64;
+        let axes: Vec<usize> = match &self.axes {
+            Some(a) => a
+                .iter()
+                .map(|&x| (if x < 0 { x + rank } else { x }) as usize)
+                .collect(),
+            None => (0..self.shape.len()).collect(),
+        };
+        axes.into_iter()
+            .take(n)
+            .enumerate()
+            .map(|(i, axis)| (axis, self.pads[i], self.pads[i + n]))
+            .collect()
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConvCase {
     pub version: i64,
@@ -120,28 +142,13 @@ impl Case {
             Case::Pad(c) => {
                 t.push(format!("mode:{}", c.mode));
                 t.push(format!("version:{}", c.version));
-                let n = c.pads.len() / 2;
-                let axes: Vec<usize> = match &c.axes {
-                    Some(a) => a
-                        .iter()
-                        .map(|&x| {
-                            if x < 0 {
-                                (x + c.shape.len() as i64) as usize
-                            } else {
-                                x as usize
-                            }
-                        })
-                        .collect(),
-                    None => (0..c.shape.len()).collect(),
-                };
                 if c.axes.is_some() {
                     t.push("axes".into());
                 }
                 if c.shape.contains(&0) {
                     t.push("empty_axis".into());
                 }
-                for (i, &axis) in axes.iter().enumerate().take(n) {
-                    let (b, e) = (c.pads[i], c.pads[i + n]);
+                for (axis, b, e) in c.axis_pads() {
                     let dim = c.shape.get(axis).copied().unwrap_or(0) as i64;
                     if b < 0 || e < 0 {
                         t.push("negative_pads".into());

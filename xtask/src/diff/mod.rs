@@ -337,6 +337,9 @@ fn evaluate(
         if observed::float_arithmetic(&model, &inputs, a, b) {
             observed.push("float_arithmetic".to_string());
         }
+        if let (Case::Pad(c), Some(x)) = (case, inputs.first()) {
+            observed.extend(observed::pad_reflections(c, x, b));
+        }
     }
     Ok(Evaluated {
         kind,
