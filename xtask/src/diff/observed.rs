@@ -134,9 +134,9 @@ fn reflect_from_unsigned_pad(n: usize, begin: i64, end: i64) -> Option<AxisMap> 
 /// in its middle; the begin pad is then filled, each element from its
 /// mirror image across the pad's inner edge (which past the input is still
 /// zero), then the end pad the same way (its mirror images may be begin
-/// pads, filled by then). Within the axis length it
-/// is the spec's reflection; further out it gives zeros ([a, b] with pads
-/// [2, 1] gives [0, b, a, b, a]). Negative pads have no such output.
+/// pads, filled by then). Within the axis length it is the spec's
+/// reflection; further out it gives zeros ([a, b] with pads [2, 1] gives
+/// [0, b, a, b, a]). Negative pads have no such output.
 fn reflect_into_zeroed_output(n: usize, begin: i64, end: i64) -> Option<AxisMap> {
     let (b, e) = (usize::try_from(begin).ok()?, usize::try_from(end).ok()?);
     let mut map: AxisMap = vec![None; b + n + e];
@@ -222,7 +222,8 @@ pub fn pad_reflections(case: &PadCase, input: &Tensor, theirs: &[Tensor]) -> Vec
 
 /// The tensor whose element at (o_0, .., o_r) is `input`'s at (m_0[o_0],
 /// .., m_r[o_r]), or zero (the element type's default) where a map gives
-/// nothing. None past the diff's output limit.
+/// nothing. None past 2^24 elements (the diff's output limit, 2^27 bytes,
+/// for 8-byte elements).
 fn gather(input: &Tensor, maps: &[AxisMap]) -> Option<Tensor> {
     let shape: Vec<usize> = maps.iter().map(Vec::len).collect();
     let len = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))?;
