@@ -410,6 +410,14 @@ fn holds(predicate: &str, properties: &[String]) -> bool {
 
 /// The known finding that explains a disagreement, only when the oracle
 /// sides with us: a finding can excuse the other runtime, never our kernels.
+/// What a finding's `when` is matched against: the case's parameters, then
+/// what was seen in the outputs.
+fn properties(case: &Case, e: &Evaluated) -> Vec<String> {
+    let mut properties = case.tags();
+    properties.extend(e.observed.iter().cloned());
+    properties
+}
+
 fn known_finding<'a>(
     known: &'a [Finding],
     runtime: &str,
@@ -420,8 +428,7 @@ fn known_finding<'a>(
     if settled != Settled::OursRight {
         return None;
     }
-    let mut properties = case.tags();
-    properties.extend(e.observed.iter().cloned());
+    let properties = properties(case, e);
     let message = match &e.theirs {
         Theirs::Error(m) | Theirs::Crash(m) => m.clone(),
         Theirs::Ok(_) => e.detail.clone(),
@@ -669,13 +676,7 @@ pub fn run(args: Args) -> Result<()> {
             settled.name(),
             reason.as_deref().unwrap_or("no"),
             p.case,
-            p.case
-                .tags()
-                .iter()
-                .chain(&p.e.observed)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", "),
+            properties(&p.case, &p.e).join(", "),
             describe_side(&p.e.ours),
             describe_theirs(&p.e.theirs),
             p.e.detail
@@ -920,6 +921,33 @@ mod tests {
         // SAME with a stride that leaves no negative padding: not the bug.
         assert!(!find(&conv("SAME_UPPER", vec![1]), Settled::OursRight));
         assert!(toml::from_str::<Known>("[[finding]]\nruntime = \"x\"\nop = \"Conv\"\nkind = \"values\"\ntags = []\nreason = \"r\"\n").is_err());
+    }
+
+    #[test]
+    fn a_reflect_finding_matches_only_the_output_it_describes() {
+        // The committed list: tract's zero-filled reflection excuses a
+        // reflect case past the axis only where that is what was seen.
+        let known: Known =
+            toml::from_str(include_str!("../../../cases/differential/known.toml")).unwrap();
+        let case = Case::Pad(gen::PadCase {
+            version: 11,
+            dtype: onnx_conformance::DataType::Float,
+            shape: vec![2],
+            pads: vec![2, 1],
+            axes: None,
+            mode: "reflect",
+            value: None,
+        });
+        let mut e = values_disagreement();
+        let find = |e: &Evaluated| {
+            known_finding(&known.finding, "tract", &case, e, Settled::OursRight).is_some()
+        };
+        assert!(!find(&e));
+        e.observed = vec!["reflect_into_zeroed_output".into()];
+        assert!(find(&e));
+        // Another runtime's reflection is not tract's.
+        e.observed = vec!["reflect_modulo_length".into()];
+        assert!(!find(&e));
     }
 
     #[test]
