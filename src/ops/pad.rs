@@ -600,6 +600,13 @@ struct Rows<'a, T> {
     runs: Vec<Run>,
     /// Where each run starts in the row.
     starts: Vec<usize>,
+    /// The order whole rows write their runs in: by the source offset they
+    /// read from, so a row's source is read front to back. In destination
+    /// order, wrap padding reads the end of the source row first, a line
+    /// the hardware prefetcher has not fetched yet, and the row's main
+    /// copy then starts on a second miss (wrap measured 0.88 of the copy
+    /// against 1.04-1.09 for reflect and edge on an AMD EPYC).
+    order: Vec<usize>,
     fill: T,
 }
 
@@ -652,6 +659,12 @@ impl<'a, T: Copy> Rows<'a, T> {
             })
             .collect();
         debug_assert_eq!(runs.iter().map(|r| r.len()).sum::<usize>(), row_len);
+        let mut order: Vec<usize> = (0..runs.len()).collect();
+        order.sort_by_key(|&k| match runs[k] {
+            Run::Fill { .. } => 0,
+            Run::Copy { src, .. } | Run::Splat { src, .. } => src,
+            Run::Rev { end, len } => end - len,
+        });
         Rows {
             src,
             offsets: outer_offsets(plan, in_shape, outer),
@@ -659,6 +672,7 @@ impl<'a, T: Copy> Rows<'a, T> {
             row_len,
             runs,
             starts,
+            order,
             fill,
         }
     }
@@ -701,15 +715,13 @@ impl<'a, T: Copy> Rows<'a, T> {
         }
     }
 
-    /// Writes a whole row whose source starts at `base`: the runs in order,
-    /// with no search for where a piece starts.
+    /// Writes a whole row whose source starts at `base`: the runs in source
+    /// order (`order`), with no search for where a piece starts.
     #[inline]
     fn write_whole_row(&self, dst: &mut [MaybeUninit<T>], base: usize) {
-        let mut rest = dst;
-        for &run in &self.runs {
-            let (d, after) = rest.split_at_mut(run.len());
-            self.write_run(d, run, base, 0);
-            rest = after;
+        for &k in &self.order {
+            let (run, start) = (self.runs[k], self.starts[k]);
+            self.write_run(&mut dst[start..start + run.len()], run, base, 0);
         }
     }
 
