@@ -557,6 +557,38 @@ fn depthwise_scratch_stays_within_the_limit() {
 }
 
 #[test]
+fn depthwise_row_buffer_is_rezeroed_for_a_new_row_layout() {
+    // The AVX-512 row kernel keeps its padded rows between planes and calls
+    // and zeroes them only when the row layout changes. Two layouts of the
+    // same buffer length (rows of 34), the second with its input columns
+    // further right: the first's values left in the second's padding
+    // columns would show as wrong sums near the left border.
+    let layouts: [(usize, i64); 2] = [(20, 2), (18, 4)];
+    for round in 0..2 {
+        for &(iw, left) in &layouts {
+            let attrs = ConvAttrs {
+                pads: Some(vec![0, left, 0, 0]),
+                group: 3,
+                ..ConvAttrs::default()
+            };
+            let g = geometry(&attrs, &[1, 3, 5, iw], &[3, 1, 3, 3], None).unwrap();
+            assert!(g.is_depthwise_2d());
+            assert_eq!(g.out_spatial, [3, 20]);
+            let x: Vec<f64> = (0..3 * 5 * iw).map(|v| 1.0 + (v % 7) as f64).collect();
+            let w: Vec<f64> = (0..27).map(|v| 1.0 + (v % 4) as f64).collect();
+            let want = reference(&g, &x, &w, None);
+            let (x32, w32): (Vec<f32>, Vec<f32>) = (
+                x.iter().map(|&v| v as f32).collect(),
+                w.iter().map(|&v| v as f32).collect(),
+            );
+            let got = conv(&g, &x32, &w32, None, TILE_BYTES);
+            let got: Vec<f64> = got.iter().map(|&v| v as f64).collect();
+            assert_eq!(got, want, "round {round}, input width {iw}");
+        }
+    }
+}
+
+#[test]
 fn tiles_cover_large_outputs() {
     // More output columns than one tile holds, with padding and stride.
     let attrs = ConvAttrs {
