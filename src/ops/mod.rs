@@ -10,6 +10,7 @@ pub mod conv;
 pub mod helpers;
 pub mod pad;
 pub(crate) mod parallel;
+pub(crate) mod row_copy;
 pub mod sgemm;
 
 use crate::error::KernelError;

@@ -757,7 +757,9 @@ impl<'a, T: Copy> Rows<'a, T> {
                         o.write(v);
                     }
                 } else {
-                    d.write_copy_of_slice(from);
+                    // Front to back (`row_copy`): glibc's memcpy of a row
+                    // reads its end first.
+                    super::row_copy::copy_row(from, d);
                 }
             }
             Run::Splat { src, .. } => d.fill(MaybeUninit::new(self.src[base + src])),

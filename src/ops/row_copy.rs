@@ -1,0 +1,96 @@
+//! Copies of short rows (a few hundred bytes to a few KiB) front to back.
+//!
+//! glibc's `memcpy` for a row of this size loads the row's first and last
+//! vectors before the middle, so when the source is not in cache its first
+//! miss is at the row's far end, a line the hardware prefetcher has not
+//! asked for. Row after row that costs a quarter of the time: copying
+//! 14 336 rows of 896 bytes (a 64 x 224 x 224 float32 tensor into 228-wide
+//! rows) measured 0.74-0.77 of one `to_vec` of the whole tensor with
+//! `memcpy` per row, 0.96-1.00 with the forward loop below, and 0.59-0.62
+//! with `rep movsb` (AMD EPYC, AVX-512, three runs).
+
+use crate::ops::sgemm::Isa;
+use std::mem::MaybeUninit;
+
+/// Copies `src` into `dst` (same length) in address order.
+#[inline]
+pub(crate) fn copy_row<T: Copy>(src: &[T], dst: &mut [MaybeUninit<T>]) {
+    assert_eq!(src.len(), dst.len(), "copy_row: lengths differ");
+    #[cfg(target_arch = "x86_64")]
+    {
+        let bytes = std::mem::size_of_val(src);
+        let (s, d) = (src.as_ptr() as *const u8, dst.as_mut_ptr() as *mut u8);
+        if Isa::Avx512.supported() {
+            // SAFETY: AVX-512F is present; both slices hold `bytes` bytes
+            // and do not overlap (`dst` is borrowed mutably).
+            unsafe { forward_avx512(s, d, bytes) };
+            return;
+        }
+        if Isa::Avx2.supported() {
+            // SAFETY: as above, with AVX (implied by AVX2).
+            unsafe { forward_avx(s, d, bytes) };
+            return;
+        }
+    }
+    dst.write_copy_of_slice(src);
+}
+
+/// # Safety
+/// AVX-512F; `s` and `d` hold `bytes` bytes each and do not overlap.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn forward_avx512(s: *const u8, d: *mut u8, bytes: usize) {
+    use std::arch::x86_64::*;
+    let mut at = 0;
+    while at + 64 <= bytes {
+        let v = _mm512_loadu_si512(s.add(at) as *const __m512i);
+        _mm512_storeu_si512(d.add(at) as *mut __m512i, v);
+        at += 64;
+    }
+    // The rest lies within the line just after: one short copy.
+    std::ptr::copy_nonoverlapping(s.add(at), d.add(at), bytes - at);
+}
+
+/// # Safety
+/// AVX; `s` and `d` hold `bytes` bytes each and do not overlap.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+unsafe fn forward_avx(s: *const u8, d: *mut u8, bytes: usize) {
+    use std::arch::x86_64::*;
+    let mut at = 0;
+    while at + 32 <= bytes {
+        let v = _mm256_loadu_si256(s.add(at) as *const __m256i);
+        _mm256_storeu_si256(d.add(at) as *mut __m256i, v);
+        at += 32;
+    }
+    std::ptr::copy_nonoverlapping(s.add(at), d.add(at), bytes - at);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_every_length_and_offset() {
+        // Lengths around the vector widths, from offsets that misalign
+        // source and destination.
+        let src: Vec<u8> = (0..600u32).map(|i| (i * 7 + 3) as u8).collect();
+        for len in [0, 1, 31, 32, 33, 63, 64, 65, 127, 128, 129, 300, 511] {
+            for (so, doff) in [(0, 0), (1, 0), (0, 3), (5, 17)] {
+                let mut dst = vec![MaybeUninit::new(0u8); len + doff + 1];
+                copy_row(&src[so..so + len], &mut dst[doff..doff + len]);
+                // SAFETY: every element was initialised above.
+                let got: Vec<u8> = dst.iter().map(|v| unsafe { v.assume_init() }).collect();
+                assert_eq!(&got[doff..doff + len], &src[so..so + len], "len {len}");
+                assert!(got[..doff].iter().all(|&b| b == 0), "wrote before the row");
+                assert_eq!(got[doff + len], 0, "wrote past the row, len {len}");
+            }
+        }
+        let wide: Vec<f64> = (0..37).map(|i| i as f64 * 0.5).collect();
+        let mut dst = vec![MaybeUninit::new(0f64); 37];
+        copy_row(&wide, &mut dst);
+        // SAFETY: initialised.
+        let got: Vec<f64> = dst.iter().map(|v| unsafe { v.assume_init() }).collect();
+        assert_eq!(got, wide);
+    }
+}
