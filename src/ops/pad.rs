@@ -719,8 +719,9 @@ impl<'a, T: Copy> Rows<'a, T> {
         }
     }
 
-    /// Writes a whole row whose source starts at `base`: the runs in source
-    /// order (`order`), with no search for where a piece starts.
+    /// Writes a whole row whose source starts at `base`: the runs in
+    /// `order` (the longest copy first), with no search for where a piece
+    /// starts.
     #[inline]
     fn write_whole_row(&self, dst: &mut [MaybeUninit<T>], base: usize) {
         for &k in &self.order {
