@@ -449,27 +449,119 @@ fn fill(g: &Geometry, layout: &Layout, image: &[f32], buf: &mut [MaybeUninit<f32
         // SAFETY: task `task` alone writes elements start..start + len
         // of `body`, which is alive until `share` returns.
         let rows = unsafe { std::slice::from_raw_parts_mut(dst.get().add(start), len) };
-        let first = task * rows_per_task;
-        let (mut c, mut row) = (first / rows_per_channel, first % rows_per_channel);
-        for out in rows.chunks_exact_mut(ql) {
-            let (src_off, lphase) = sources[row];
-            let line = src_off.map(|o| &image[c * in_size + o..c * in_size + o + il]);
-            write_line(out, line, sl, lphase, pl, avx512);
-            row += 1;
-            if row == rows_per_channel {
-                (c, row) = (c + 1, 0);
-            }
+        let task_rows = TaskRows {
+            first: task * rows_per_task,
+            width: ql,
+            rows_per_channel,
+            sources: &sources,
+            in_size,
+            il,
+        };
+        #[cfg(target_arch = "x86_64")]
+        if avx512 && sl <= 2 {
+            // SAFETY: the CPU has AVX-512F.
+            unsafe { task_rows.write_avx512(rows, image, sl, pl) };
+            return;
         }
+        task_rows.write(rows, |out, line, phase| {
+            write_line(out, image, line, sl, phase, pl, false)
+        });
     });
     tail.fill(MaybeUninit::new(0.0));
 }
 
+/// The rows of one task of [`fill`]: consecutive rows of the buffer from
+/// row `first`, each `width` long.
+struct TaskRows<'a> {
+    first: usize,
+    width: usize,
+    rows_per_channel: usize,
+    /// Each row of a channel: its line's start in the input channel (None:
+    /// a padding row) and its phase along the last axis.
+    sources: &'a [(Option<usize>, usize)],
+    in_size: usize,
+    /// The input's last extent (a line's length).
+    il: usize,
+}
+
+impl TaskRows<'_> {
+    /// Calls `row(out, line, phase)` for every row of `rows`, with its
+    /// line's range in the image.
+    #[inline(always)]
+    fn write(
+        &self,
+        rows: &mut [MaybeUninit<f32>],
+        mut row: impl FnMut(&mut [MaybeUninit<f32>], Option<std::ops::Range<usize>>, usize),
+    ) {
+        let (mut c, mut r) = (
+            self.first / self.rows_per_channel,
+            self.first % self.rows_per_channel,
+        );
+        for out in rows.chunks_exact_mut(self.width) {
+            let (src_off, phase) = self.sources[r];
+            let at = |o: usize| c * self.in_size + o..c * self.in_size + o + self.il;
+            row(out, src_off.map(at), phase);
+            r += 1;
+            if r == self.rows_per_channel {
+                (c, r) = (c + 1, 0);
+            }
+        }
+    }
+
+    /// [`TaskRows::write`] with [`line_avx512`] compiled into the loop (a
+    /// call per row cost the 58-wide rows of a 56x56 image 10-15% of
+    /// their copy).
+    ///
+    /// # Safety
+    /// AVX-512F; `stride` 1 or 2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn write_avx512(
+        &self,
+        rows: &mut [MaybeUninit<f32>],
+        image: &[f32],
+        stride: usize,
+        pad: usize,
+    ) {
+        self.write(rows, |out, line, phase| match line {
+            None => out.fill(MaybeUninit::new(0.0)),
+            Some(line) => {
+                let valid = line_run(out.len(), line.len(), stride, phase, pad);
+                // SAFETY: the CPU has AVX-512F; `valid` is the run of j
+                // whose source lies on the line.
+                unsafe { line_avx512(out, image, line.start, stride, phase, pad, valid) }
+            }
+        });
+    }
+}
+
+/// The run of j in `0..len` whose source `j * stride + phase - pad` lies
+/// on a line of `line_len`.
+#[inline(always)]
+fn line_run(
+    len: usize,
+    line_len: usize,
+    stride: usize,
+    phase: usize,
+    pad: usize,
+) -> std::ops::Range<usize> {
+    let j0 = pad.saturating_sub(phase).div_ceil(stride).min(len);
+    let j1 = (pad + line_len)
+        .saturating_sub(phase)
+        .div_ceil(stride)
+        .clamp(j0, len);
+    j0..j1
+}
+
 /// One row of a phase plane: element `j` is the input line's element
 /// `j * stride + phase - pad` where that lies on the line, zero elsewhere
-/// (and everywhere when the row lies in the padding: `line` None).
-fn write_line(
+/// (and everywhere when the row lies in the padding: `line` None). The
+/// line is `image[line]`; the rest of `image` is there for whole-vector
+/// loads that overlap the line's ends.
+pub(super) fn write_line(
     out: &mut [MaybeUninit<f32>],
-    line: Option<&[f32]>,
+    image: &[f32],
+    line: Option<std::ops::Range<usize>>,
     stride: usize,
     phase: usize,
     pad: usize,
@@ -480,72 +572,133 @@ fn write_line(
         out.fill(zero);
         return;
     };
-    // The run of j whose source is on the line: j * stride + phase in
-    // pad..pad + len.
-    let len = out.len();
-    let j0 = pad.saturating_sub(phase).div_ceil(stride).min(len);
-    let j1 = (pad + line.len())
-        .saturating_sub(phase)
-        .div_ceil(stride)
-        .clamp(j0, len);
+    let std::ops::Range { start: j0, end: j1 } =
+        line_run(out.len(), line.len(), stride, phase, pad);
+    #[cfg(target_arch = "x86_64")]
+    if avx512 && stride <= 2 {
+        // SAFETY: the CPU has AVX-512F (the caller checked); j0..j1 are
+        // the j whose source lies on the line (worked out above).
+        unsafe { line_avx512(out, image, line.start, stride, phase, pad, j0..j1) };
+        return;
+    }
     out[..j0].fill(zero);
     out[j1..].fill(zero);
     if j0 == j1 {
         return;
     }
-    let first = j0 * stride + phase - pad;
+    let first = line.start + j0 * stride + phase - pad;
     if stride == 1 {
-        for (o, &v) in out[j0..j1].iter_mut().zip(&line[first..]) {
+        for (o, &v) in out[j0..j1].iter_mut().zip(&image[first..]) {
             *o = MaybeUninit::new(v);
-        }
-    } else if stride == 2 {
-        let n = j1 - j0;
-        let src = &line[first..first + 2 * n - 1];
-        let dst = &mut out[j0..j1];
-        let mut done = 0;
-        #[cfg(target_arch = "x86_64")]
-        if avx512 {
-            // SAFETY: the CPU has AVX-512F (the caller checked); `src`
-            // holds 2n - 1 values and `dst` n.
-            done = unsafe { evens_avx512(src, dst) };
-        }
-        // The rest (all of it without AVX-512), one at a time: the
-        // compiler leaves this loop scalar whatever its form.
-        for i in done..n {
-            dst[i] = MaybeUninit::new(src[2 * i]);
         }
     } else {
         for (o, &v) in out[j0..j1]
             .iter_mut()
-            .zip(line[first..].iter().step_by(stride))
+            .zip(image[first..].iter().step_by(stride))
         {
             *o = MaybeUninit::new(v);
         }
     }
 }
 
-/// Writes `src[0], src[2], ...` to `dst` 16 at a time (two loads, one
-/// two-source permute) while a whole 32 of `src` is there; returns how
-/// many it wrote. For stride-2 rows, which the compiler left scalar at
-/// several cycles per element (the first layer's copy measured 12% of a
-/// 2-thread call).
+/// [`write_line`] for strides 1 and 2, 16 elements of `out` per store,
+/// every element written once: the lanes whose source is off the line are
+/// zeroed in the register, so the padding costs no pass of its own. Loads
+/// are whole vectors wherever they stay inside `image` (reading the
+/// neighbouring line there, masked off after); only at the image's ends
+/// do masked loads read the line alone. Against the loop it replaced
+/// (zero fills, a copy or permute loop, a scalar tail), the whole copy of
+/// one image, timed inside the Conv: 14x14 (rows of 16) 43-63 -> 28-38 us
+/// on one thread and 55-59 -> 15-16 us on two; the 7x7 stride-2 layer
+/// 45-53 -> 36-46 us; 56x56 about 50 us either way on one thread, 77-79 ->
+/// 63-64 us on two. Masked loads everywhere measured slower than the old
+/// loop (105-143 us against 64 on the stride-2 layer), and so did a masked
+/// store for each row's tail.
 ///
 /// # Safety
-/// AVX-512F.
+/// AVX-512F; `valid` holds exactly the `j` of `out` whose source
+/// `j * stride + phase - pad` lies on the line, which starts at
+/// `image[start]`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn evens_avx512(src: &[f32], dst: &mut [MaybeUninit<f32>]) -> usize {
+#[inline]
+unsafe fn line_avx512(
+    out: &mut [MaybeUninit<f32>],
+    image: &[f32],
+    start: usize,
+    stride: usize,
+    phase: usize,
+    pad: usize,
+    valid: std::ops::Range<usize>,
+) {
     use std::arch::x86_64::*;
-    let evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    let mut i = 0;
-    while i + 16 <= dst.len() && 2 * i + 32 <= src.len() {
-        let a = _mm512_loadu_ps(src.as_ptr().add(2 * i));
-        let b = _mm512_loadu_ps(src.as_ptr().add(2 * i + 16));
-        let v = _mm512_permutex2var_ps(a, evens, b);
-        _mm512_storeu_ps(dst.as_mut_ptr().add(i) as *mut f32, v);
-        i += 16;
+    // Lanes 0-7 from the even elements of `a` (elements 0..16), lanes 8-15
+    // from those of `b`, loaded from element 15 so that a whole load never
+    // needs element 31 (which may lie past the line's last source).
+    let evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 17, 19, 21, 23, 25, 27, 29, 31);
+    // Bits lo..hi of a 16-bit mask (both at most 16; none if hi <= lo).
+    let bits = |lo: usize, hi: usize| (((1u32 << hi) - 1) & !((1u32 << lo) - 1)) as u16;
+    // Bit i of the low 8 to bit 2i: the even elements of a masked load.
+    let spread = |m: u16| {
+        let mut x = u32::from(m) & 0xff;
+        x = (x | x << 4) & 0x0f0f;
+        x = (x | x << 2) & 0x3333;
+        x = (x | x << 1) & 0x5555;
+        x as u16
+    };
+    // Elements a whole load of one store's sources spans.
+    let span = if stride == 1 { 16 } else { 31 };
+    let len = out.len();
+    let dst = out.as_mut_ptr() as *mut f32;
+    let base = image.as_ptr();
+    // The 16 values from element k of the row.
+    let values = |k: usize| {
+        // Empty where the row's valid run ends before element k.
+        let m = bits(
+            valid.start.saturating_sub(k).min(16),
+            valid.end.saturating_sub(k).min(16),
+        );
+        // The image index of lane 0's source (negative before the image).
+        let first = (start + k * stride + phase) as isize - pad as isize;
+        let whole = first >= 0 && first as usize + span <= image.len();
+        if m == 0 {
+            _mm512_setzero_ps()
+        } else if whole {
+            let src = base.add(first as usize);
+            let v = if stride == 1 {
+                _mm512_loadu_ps(src)
+            } else {
+                _mm512_permutex2var_ps(_mm512_loadu_ps(src), evens, _mm512_loadu_ps(src.add(15)))
+            };
+            _mm512_maskz_mov_ps(m, v)
+        } else {
+            // The lanes that would read outside the image are masked off
+            // and never touched.
+            let src = base.wrapping_offset(first);
+            if stride == 1 {
+                _mm512_maskz_loadu_ps(m, src)
+            } else {
+                let a = _mm512_maskz_loadu_ps(spread(m), src);
+                let b = _mm512_maskz_loadu_ps(spread(m >> 8) << 1, src.wrapping_add(15));
+                _mm512_permutex2var_ps(a, evens, b)
+            }
+        }
+    };
+    let mut k = 0;
+    while k + 16 <= len {
+        _mm512_storeu_ps(dst.add(k), values(k));
+        k += 16;
     }
-    i
+    if k < len {
+        // The row's last 16 again, overlapping the store before: a masked
+        // store for the tail measured slower (rows of 58, 10-15% of the
+        // copy), and the next row may be another thread's.
+        if len >= 16 {
+            _mm512_storeu_ps(dst.add(len - 16), values(len - 16));
+        } else {
+            _mm512_mask_storeu_ps(dst, bits(0, len), values(0));
+        }
+    }
 }
 
 /// One register tile: OCB output channels x `V` vectors of 8 positions,

@@ -589,6 +589,64 @@ fn depthwise_row_buffer_is_rezeroed_for_a_new_row_layout() {
 }
 
 #[test]
+fn phase_rows_hold_their_line_and_zeros() {
+    // Every row shape the stride-phase copy can meet, against the
+    // definition: element j is line[j * stride + phase - pad] where that is
+    // on the line, zero elsewhere. The line sits at the image's start, in
+    // its middle and at its end, so that whole-vector loads past the line
+    // read other values (which must not show) and loads past the image are
+    // masked. Distinct values catch a shifted or swapped copy, the NaN
+    // sentinel an element left unwritten; AVX-512 rows are checked on CPUs
+    // that have it.
+    let mut writers = vec![false];
+    if crate::ops::sgemm::Isa::Avx512.supported() {
+        writers.push(true);
+    }
+    let image: Vec<f32> = (0..120).map(|v| 1.0 + v as f32).collect();
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    for &avx512 in &writers {
+        for stride in 1..=3 {
+            for phase in 0..stride {
+                for pad in 0..5 {
+                    for il in 0..=40 {
+                        for at in [0, 40, image.len() - il] {
+                            for len in 0..50 {
+                                let mut out = vec![std::mem::MaybeUninit::new(f32::NAN); len];
+                                let line = Some(at..at + il);
+                                direct::write_line(
+                                    &mut out, &image, line, stride, phase, pad, avx512,
+                                );
+                                // SAFETY: initialised above (NaN) or written.
+                                let got: Vec<f32> =
+                                    out.iter().map(|v| unsafe { v.assume_init() }).collect();
+                                let want: Vec<f32> = (0..len)
+                                    .map(|j| match (j * stride + phase).checked_sub(pad) {
+                                        Some(i) if i < il => image[at + i],
+                                        _ => 0.0,
+                                    })
+                                    .collect();
+                                assert_eq!(
+                                    bits(&got),
+                                    bits(&want),
+                                    "avx512 {avx512}, stride {stride}, phase {phase}, pad {pad}, \
+                                     line of {il} at {at}, row of {len}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut out = vec![std::mem::MaybeUninit::new(f32::NAN); 37];
+        direct::write_line(&mut out, &image, None, 2, 1, 3, avx512);
+        // SAFETY: initialised above (NaN) or written.
+        assert!(out
+            .iter()
+            .all(|v| unsafe { v.assume_init() }.to_bits() == 0));
+    }
+}
+
+#[test]
 fn tiles_cover_large_outputs() {
     // More output columns than one tile holds, with padding and stride.
     let attrs = ConvAttrs {
