@@ -112,12 +112,17 @@ pub(super) fn conv_direct_lanes(
     let os = g.out_size();
     let tiles = os.div_ceil(POSITIONS);
     // Work items: a range of tiles times a range of blocks, about eight
-    // per thread.
+    // per thread, the tile ranges shrinking from the first to the last
+    // (`guided_cut`). Paired runs on two threads against equal ranges
+    // (eight pairs each): C64 56x56 and the 7x7 stride-2 layer 1.5-2%
+    // faster, C256 14x14 alike; 20 items per thread were 2% slower than
+    // eight, four alike.
     let want = 8 * threads();
     let block_items = want.div_ceil(g.group).clamp(1, blocks.max(1));
     let tile_items = want.div_ceil(block_items * g.group).clamp(1, tiles);
-    let (tr, bc) = (tiles.div_ceil(tile_items), blocks.div_ceil(block_items));
-    let (tile_items, block_items) = (tiles.div_ceil(tr), blocks.div_ceil(bc));
+    let bc = blocks.div_ceil(block_items);
+    let block_items = blocks.div_ceil(bc);
+    let tile_cut = |i: usize| guided_cut(tiles, tile_items, i);
     // Chunks of the reduction whose weights stay in L2 while a group of
     // tiles runs over them.
     let chunk = (CHUNK_WEIGHT_BYTES / (BLOCK * 4)).clamp(1, kdim.max(1));
@@ -165,7 +170,13 @@ pub(super) fn conv_direct_lanes(
             let xg = buf[gi * cg * layout.chan..].as_ptr();
             // The item's positions, and each one's base in the grid (the
             // last repeated to fill the last tile).
-            let (p0, p1) = (ti * tr * POSITIONS, ((ti + 1) * tr * POSITIONS).min(os));
+            let (p0, p1) = (
+                tile_cut(ti) * POSITIONS,
+                (tile_cut(ti + 1) * POSITIONS).min(os),
+            );
+            if p0 >= p1 {
+                return;
+            }
             let item_tiles = (p1 - p0).div_ceil(POSITIONS);
             let mut bases = grid_indices(g, layout, p0, p1 - p0);
             bases.resize(item_tiles * POSITIONS, bases[bases.len() - 1]);
@@ -240,6 +251,15 @@ pub(super) fn conv_direct_lanes(
     if !unpadded {
         super::direct::keep_buffer(buf);
     }
+}
+
+/// Where item `i` of `items` starts in `0..total` (`i == items`: the end):
+/// item sizes fall linearly from the first to the last, so that the items
+/// taken last, while the other threads finish theirs, are the smallest.
+fn guided_cut(total: usize, items: usize, i: usize) -> usize {
+    let n = items.max(1);
+    let done = i * n - i * i.saturating_sub(1) / 2;
+    total * done / (n * (n + 1) / 2)
 }
 
 /// One register tile: BLOCK output channels x POSITIONS positions, from the
