@@ -606,13 +606,15 @@ pub(super) fn write_line(
 /// zeroed in the register, so the padding costs no pass of its own. Loads
 /// are whole vectors wherever they stay inside `image` (reading the
 /// neighbouring line there, masked off after); only at the image's ends
-/// do masked loads read the line alone. Against the loop it replaced
-/// (zero fills, a copy or permute loop, a scalar tail), the whole copy of
-/// one image, timed inside the Conv: 14x14 (rows of 16) 43-63 -> 28-38 us
-/// on one thread and 55-59 -> 15-16 us on two; the 7x7 stride-2 layer
-/// 45-53 -> 36-46 us; 56x56 about 50 us either way on one thread, 77-79 ->
-/// 63-64 us on two. Masked loads everywhere measured slower than the old
-/// loop (105-143 us against 64 on the stride-2 layer), and so did a masked
+/// do masked loads read the line alone; the lanes off the line are zeroed
+/// by permutes. Against the loop it replaced (zero fills, a copy or
+/// permute loop, a scalar tail), the whole copy of one image, timed inside
+/// the Conv: 14x14 (rows of 16) 43-46 -> 27-29 us on one thread and 56-71
+/// -> 18 us on two; the 7x7 stride-2 layer 47-49 -> 37-40 us on one and
+/// 56-57 -> 50-53 us on two; 56x56 60-61 -> 62-72 us on one and 28-32 ->
+/// 32-33 us on two (there the copy runs at the speed of memory either
+/// way). Masked loads everywhere measured slower than the old loop
+/// (105-143 us against 64 on the stride-2 layer), and so did a masked
 /// store for each row's tail.
 ///
 /// # Safety
@@ -636,6 +638,7 @@ unsafe fn line_avx512(
     // from those of `b`, loaded from element 15 so that a whole load never
     // needs element 31 (which may lie past the line's last source).
     let evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 17, 19, 21, 23, 25, 27, 29, 31);
+    let lane_index = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     // Bits lo..hi of a 16-bit mask (both at most 16; none if hi <= lo).
     let bits = |lo: usize, hi: usize| (((1u32 << hi) - 1) & !((1u32 << lo) - 1)) as u16;
     // Bit i of the low 8 to bit 2i: the even elements of a masked load.
@@ -664,13 +667,25 @@ unsafe fn line_avx512(
         if m == 0 {
             _mm512_setzero_ps()
         } else if whole {
+            // The zeros come from permutes, not from a zero-masking move:
+            // the compiler folds such a move and its load into a masked
+            // load, which ran the 56x56 copy at a fifth of its speed here.
             let src = base.add(first as usize);
-            let v = if stride == 1 {
+            if stride == 2 {
+                _mm512_maskz_permutex2var_ps(
+                    m,
+                    _mm512_loadu_ps(src),
+                    evens,
+                    _mm512_loadu_ps(src.add(15)),
+                )
+            } else if m == u16::MAX {
                 _mm512_loadu_ps(src)
             } else {
-                _mm512_permutex2var_ps(_mm512_loadu_ps(src), evens, _mm512_loadu_ps(src.add(15)))
-            };
-            _mm512_maskz_mov_ps(m, v)
+                // Lane i from the load where valid, from the zero vector
+                // (index 16) elsewhere.
+                let pick = _mm512_mask_blend_epi32(m, _mm512_set1_epi32(16), lane_index);
+                _mm512_permutex2var_ps(_mm512_loadu_ps(src), pick, _mm512_setzero_ps())
+            }
         } else {
             // The lanes that would read outside the image are masked off
             // and never touched.
