@@ -56,6 +56,11 @@ fn retain_freed_memory() {
     }
 }
 
+/// All threads' FMA peak below this multiple of one core's means the
+/// threads shared cores: two free cores measured 1.8-2.2x here, two threads
+/// on one core 0.9-1.2x.
+const SHARED_CORES_BELOW: f64 = 1.5;
+
 pub fn run(args: Args) -> Result<()> {
     retain_freed_memory();
     let threads = rayon_threads();
@@ -85,6 +90,29 @@ pub fn run(args: Args) -> Result<()> {
     if want("conv") {
         conv::bench_conv(args.reps, &mut figures)?;
     }
+    // The machine's cores again: on a virtual machine two virtual CPUs may
+    // share one physical core for a while (seen here: the all-thread peak
+    // at one core's), and then every all-thread figure measured that.
+    let peak_one_end = crate::fma_peak::single_core().0;
+    let peak_all_end = crate::fma_peak::all_cores(threads);
+    println!(
+        "\nFMA peak at the end: {:.1} GFLOP/s on one core, {:.1} GFLOP/s on {threads} threads",
+        peak_one_end / 1e9,
+        peak_all_end / 1e9
+    );
+    figures.peak_one_core_gflops_at_end = peak_one_end / 1e9;
+    figures.peak_all_cores_gflops_at_end = peak_all_end / 1e9;
+    figures.cores_shared = threads > 1
+        && [(peak_one, peak_all), (peak_one_end, peak_all_end)]
+            .iter()
+            .any(|&(one, all)| all < SHARED_CORES_BELOW * one);
+    if figures.cores_shared {
+        println!(
+            "warning: the {threads} threads ran below {SHARED_CORES_BELOW}x one core's peak at the \
+             start or the end of this run: the CPUs were sharing cores, and the {threads}-thread \
+             figures measure that as much as the kernels"
+        );
+    }
     if args.json {
         let path = args
             .json_path
@@ -106,6 +134,13 @@ pub struct Figures {
     threads: usize,
     peak_one_core_gflops: f64,
     peak_all_cores_gflops: f64,
+    /// The same, measured again after the last figure.
+    peak_one_core_gflops_at_end: f64,
+    peak_all_cores_gflops_at_end: f64,
+    /// True when either measurement had all threads below
+    /// `SHARED_CORES_BELOW` times one core: the all-thread figures are then
+    /// not the kernels' alone.
+    cores_shared: bool,
     copy_speed: Vec<CopyFigure>,
     conv: Vec<ConvFigure>,
 }
