@@ -523,14 +523,8 @@ impl TaskRows<'_> {
         stride: usize,
         pad: usize,
     ) {
-        self.write(rows, |out, line, phase| match line {
-            None => out.fill(MaybeUninit::new(0.0)),
-            Some(line) => {
-                let valid = line_run(out.len(), line.len(), stride, phase, pad);
-                // SAFETY: the CPU has AVX-512F; `valid` is the run of j
-                // whose source lies on the line.
-                unsafe { line_avx512(out, image, line.start, stride, phase, pad, valid) }
-            }
+        self.write(rows, |out, line, phase| {
+            write_line(out, image, line, stride, phase, pad, true)
         });
     }
 }
@@ -557,7 +551,10 @@ fn line_run(
 /// `j * stride + phase - pad` where that lies on the line, zero elsewhere
 /// (and everywhere when the row lies in the padding: `line` None). The
 /// line is `image[line]`; the rest of `image` is there for whole-vector
-/// loads that overlap the line's ends.
+/// loads that overlap the line's ends. `avx512` (the CPU has AVX-512F)
+/// takes [`line_avx512`] for strides 1 and 2; inlined, so that the row
+/// loop around it is compiled with AVX-512 when it is.
+#[inline(always)]
 pub(super) fn write_line(
     out: &mut [MaybeUninit<f32>],
     image: &[f32],
