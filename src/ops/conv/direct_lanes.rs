@@ -37,7 +37,9 @@ const POSITIONS: usize = 6;
 /// 16 KiB chunks were 4-6% faster on C64 56x56, C128 28x28 and C512 7x7
 /// on one and on two threads, and on C256 14x14 5% slower on one thread
 /// and 1% faster on two (each within a spread of about +-5%). Neither
-/// wins everywhere; this keeps the simpler loop.
+/// wins everywhere; this keeps the simpler loop. On a Zen 5 EPYC, 16 and
+/// 32 KiB chunks were slower in all 24 comparisons (C64, C128 and C256,
+/// one and two threads, two rounds of 1.5 s runs in turns; by 1-28%).
 const CHUNK_WEIGHT_BYTES: usize = 1 << 20;
 /// Tiles computed before their sums are written out: 48 positions, three
 /// transposes of 16, 12 KiB of sums that stay in L1.
