@@ -1,12 +1,14 @@
-//! Direct convolution for f32 on AVX-512F with the output channels across
-//! the vector lanes: the twin of `direct.rs`, which puts positions there.
+//! Direct convolution for f32 on AVX-512F or AVX2 with FMA, with the output
+//! channels across the vector lanes: the twin of `direct.rs`, which puts
+//! positions there.
 //!
 //! It reads the same zero-padded, stride-phase-split copy of the input
 //! (`direct::Layout`), where every (input channel, tap) is one constant
-//! shift from a position's base. A register tile holds [`VECS`] vectors of
-//! 16 output channels for [`POSITIONS`] output positions; per (channel,
-//! tap) it loads the block's weights as vectors and broadcasts each
-//! position's input. Because each position has its own base, a tile's
+//! shift from a position's base. A register tile holds [`POSITIONS`]
+//! output positions of a block's channels, 64 of them (4 vectors of 16)
+//! with AVX-512 and 16 (2 vectors of 8, so a block takes four tiles) with
+//! AVX2's 16 registers; per (channel, tap) it loads the weights as vectors
+//! and broadcasts each position's input. Because each position has its own base, a tile's
 //! positions are consecutive *output* positions, whatever the rows: no
 //! position is computed and dropped, where `direct.rs` computes the whole
 //! padded grid (2 of every 16 on 14-wide rows). The price is a transpose
@@ -22,10 +24,14 @@ use super::packing::LaneWeights;
 use super::*;
 use std::mem::MaybeUninit;
 
-/// Vectors of 16 output channels per register tile.
+/// Vectors of 16 output channels per AVX-512 register tile.
 pub(crate) const VECS: usize = 4;
-/// Output channels per tile and per packed weight block.
+/// Output channels per packed weight block (and per AVX-512 tile).
 pub(crate) const BLOCK: usize = VECS * 16;
+/// Vectors of 8 output channels per AVX2 register tile: 2 x 6
+/// accumulators, the 2 weight vectors and a broadcast fill 15 of AVX2's 16
+/// registers.
+const VECS_AVX2: usize = 2;
 /// Output positions per register tile: 4 x 6 accumulators, the 4 weight
 /// vectors and a broadcast fit AVX-512's 32 registers.
 const POSITIONS: usize = 6;
@@ -41,6 +47,15 @@ const POSITIONS: usize = 6;
 /// 32 KiB chunks were slower in all 24 comparisons (C64, C128 and C256,
 /// one and two threads, two rounds of 1.5 s runs in turns; by 1-28%).
 const CHUNK_WEIGHT_BYTES: usize = 1 << 20;
+/// [`CHUNK_WEIGHT_BYTES`] for AVX2, whose tiles take a block's 64
+/// channels 16 at a time, each over 16 KiB of the chunk's weights: one
+/// thread on a Zen 3 EPYC (32 KiB L1, 512 KiB L2), 1.5 s runs of each
+/// size: C256 14x14 68.8 GFLOP/s with 1 MiB (its block's 590 KiB of
+/// weights then stream from L3 through every tile), 80-84 with 64 or 128
+/// KiB, 77-80 with 16 or 32; C64 56x56 and the 7x7 stride-2 layer alike
+/// from 1 MiB to 64 KiB and slower below. Asking for the weights ahead
+/// as `tile512` does measured alike or 2-3% slower.
+const CHUNK_WEIGHT_BYTES_AVX2: usize = 64 << 10;
 /// Tiles computed before their sums are written out: 48 positions, three
 /// transposes of 16, 12 KiB of sums that stay in L1.
 const GROUP_TILES: usize = 8;
@@ -99,8 +114,8 @@ fn grid_indices(g: &Geometry, layout: &Layout, p: usize, count: usize) -> Vec<us
 
 /// The convolution of `x` into `y` (uninitialised, `batch x out_channels x
 /// out_size`), every element written once. `w` holds the weights packed
-/// for `g` (`LaneWeights::fits`). Call from a rayon pool thread on a CPU
-/// with AVX-512F.
+/// for `g` (`LaneWeights::fits`). Call from a rayon pool thread; `isa` is
+/// AVX-512 or AVX2 and supported by the CPU.
 pub(super) fn conv_direct_lanes(
     g: &Geometry,
     layout: &Layout,
@@ -108,10 +123,11 @@ pub(super) fn conv_direct_lanes(
     w: &LaneWeights,
     bias: Option<&[f32]>,
     y: &mut [MaybeUninit<f32>],
+    isa: Isa,
 ) {
     assert!(
-        Isa::Avx512.supported(),
-        "the channel-lane Conv kernel runs on AVX-512F"
+        isa != Isa::Portable && isa.supported(),
+        "the channel-lane Conv kernel runs on AVX-512F or AVX2 with FMA, not {isa:?}"
     );
     let (cg, mg) = (g.in_channels / g.group, g.out_channels / g.group);
     let kdim = cg * layout.taps.len();
@@ -132,12 +148,19 @@ pub(super) fn conv_direct_lanes(
     let tile_cut = |i: usize| guided_cut(tiles, tile_items, i);
     // Chunks of the reduction whose weights stay in L2 while a group of
     // tiles runs over them.
-    let chunk = (CHUNK_WEIGHT_BYTES / (BLOCK * 4)).clamp(1, kdim.max(1));
+    // Chunks of the reduction whose weights stay in cache while a group of
+    // tiles runs over them: L2 with AVX-512, L1 per tile with AVX2.
+    let chunk_bytes = match isa {
+        Isa::Avx512 => CHUNK_WEIGHT_BYTES,
+        _ => CHUNK_WEIGHT_BYTES_AVX2,
+    };
+    let chunk = (chunk_bytes / (BLOCK * 4)).clamp(1, kdim.max(1));
     let streamed = kdim * BLOCK * std::mem::size_of::<f32>() > STREAMED_WEIGHT_BYTES;
-    let tile: TileFn = if streamed {
-        tile::<true>
-    } else {
-        tile::<false>
+    // The channels one tile computes, its kernel and the write-out's.
+    let (span, tile, write_out): (usize, TileFn, WriteFn) = match (isa, streamed) {
+        (Isa::Avx512, true) => (BLOCK, tile512::<true>, transpose_out512),
+        (Isa::Avx512, false) => (BLOCK, tile512::<false>, transpose_out512),
+        _ => (VECS_AVX2 * 8, tile256, transpose_out256),
     };
     let shifts: Vec<usize> = (0..cg)
         .flat_map(|c| layout.taps.iter().map(move |&t| c * layout.chan + t))
@@ -225,32 +248,48 @@ pub(super) fn conv_direct_lanes(
                                 },
                                 ..lines
                             };
-                            // SAFETY: the CPU has AVX-512F (asserted
-                            // above); every base plus every shift lies
-                            // inside the buffer (a position's base is at
-                            // most the grid's last computed position, which
-                            // `Layout::len` covers with its reach); the
-                            // block holds `kdim` entries of BLOCK weights,
-                            // the biases BLOCK values and `sums` GROUP_TILES
-                            // tiles of POSITIONS x BLOCK.
-                            unsafe {
-                                tile(
-                                    xg,
-                                    base,
-                                    &shifts[k0..k1],
-                                    wb[k0 * BLOCK..].as_ptr(),
-                                    (k0 == 0).then_some(bb),
-                                    sums.add(t * POSITIONS * BLOCK),
-                                    &prefetch,
-                                )
-                            };
+                            // The block's channels a tile at a time (one
+                            // tile with AVX-512), while the tile's input is
+                            // in L1; the first asks for the output lines.
+                            for c0 in (0..channels).step_by(span) {
+                                let ask = if c0 == 0 {
+                                    prefetch.clone()
+                                } else {
+                                    Lines {
+                                        channels: 0..0,
+                                        ..lines.clone()
+                                    }
+                                };
+                                // SAFETY: the CPU has `isa` (asserted
+                                // above); every base plus every shift lies
+                                // inside the buffer (a position's base is
+                                // at most the grid's last computed
+                                // position, which `Layout::len` covers with
+                                // its reach); the block holds `kdim`
+                                // entries of BLOCK weights, the biases
+                                // BLOCK values and `sums` GROUP_TILES tiles
+                                // of POSITIONS x BLOCK, of which the tile
+                                // covers `span` channels from `c0`.
+                                unsafe {
+                                    tile(
+                                        xg,
+                                        base,
+                                        &shifts[k0..k1],
+                                        wb[k0 * BLOCK + c0..].as_ptr(),
+                                        (k0 == 0).then_some(bb.add(c0)),
+                                        sums.add(t * POSITIONS * BLOCK + c0),
+                                        &ask,
+                                    )
+                                };
+                            }
                         }
                     }
-                    // SAFETY: the CPU has AVX-512F; the group's tiles
-                    // wrote its `count` positions (rounded up to whole
-                    // tiles) to `sums`; this item alone writes these
-                    // channels at these positions of the output planes.
-                    unsafe { transpose_out(sums, count, channels, plane0, os) };
+                    // SAFETY: the CPU has `isa`; the group's tiles wrote
+                    // its `count` positions (rounded up to whole tiles) to
+                    // `sums`, every channel up to `channels` rounded up to
+                    // `span`; this item alone writes these channels at
+                    // these positions of the output planes.
+                    unsafe { write_out(sums, count, channels, plane0, os) };
                 }
             }
         });
@@ -269,7 +308,7 @@ fn guided_cut(total: usize, items: usize, i: usize) -> usize {
     total * done / (n * (n + 1) / 2)
 }
 
-/// One register tile: BLOCK output channels x POSITIONS positions, from the
+/// One AVX-512 register tile: BLOCK output channels x POSITIONS positions, from the
 /// biases (the first chunk) or `sums` (the partial sums of the earlier
 /// chunks) through the chunk's (channel, tap) shifts, into `sums` by
 /// position; one of the `prefetch` lines is asked for (for writing) per
@@ -281,7 +320,7 @@ fn guided_cut(total: usize, items: usize, i: usize) -> usize {
 /// `bias` BLOCK and `sums` POSITIONS x BLOCK.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn tile<const STREAMED: bool>(
+unsafe fn tile512<const STREAMED: bool>(
     x: *const f32,
     bases: &[usize],
     shifts: &[usize],
@@ -340,9 +379,75 @@ unsafe fn tile<const STREAMED: bool>(
     }
 }
 
-/// [`tile`] with or without the weights asked for ahead.
+/// [`tile512`]'s twin for AVX2 with FMA: 16 output channels (the ones from
+/// `w`, `bias` and `sums`, whose rows are still BLOCK apart) x POSITIONS
+/// positions, the same operations in the same order, so the two give
+/// bit-identical sums. Its chunk's weights are in L1 or L2
+/// ([`CHUNK_WEIGHT_BYTES_AVX2`]), so it asks for none ahead.
+///
+/// # Safety
+/// AVX2 and FMA; `bases` holds POSITIONS values, `x + base + shift` in
+/// bounds for every base and shift; `w` holds `shifts.len()` rows of 16
+/// values BLOCK apart, `bias` 16 values and `sums` POSITIONS rows of 16,
+/// BLOCK apart.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn tile256(
+    x: *const f32,
+    bases: &[usize],
+    shifts: &[usize],
+    w: *const f32,
+    bias: Option<*const f32>,
+    sums: *mut f32,
+    prefetch: &Lines,
+) {
+    use std::arch::x86_64::*;
+    let mut acc: [[__m256; VECS_AVX2]; POSITIONS] = match bias {
+        Some(bias) => [std::array::from_fn(|v| _mm256_loadu_ps(bias.add(v * 8))); POSITIONS],
+        None => std::array::from_fn(|i| {
+            std::array::from_fn(|v| _mm256_loadu_ps(sums.add(i * BLOCK + v * 8)))
+        }),
+    };
+    let xp: [*const f32; POSITIONS] = std::array::from_fn(|i| x.add(bases[i]));
+    let mut wp = w;
+    macro_rules! step {
+        ($s:expr) => {
+            let wv: [__m256; VECS_AVX2] = std::array::from_fn(|v| _mm256_loadu_ps(wp.add(v * 8)));
+            for (i, row) in acc.iter_mut().enumerate() {
+                let xv = _mm256_set1_ps(*xp[i].add($s));
+                for v in 0..VECS_AVX2 {
+                    row[v] = _mm256_fmadd_ps(wv[v], xv, row[v]);
+                }
+            }
+            wp = wp.add(BLOCK);
+        };
+    }
+    let mut ask = prefetch.walk();
+    let (first, rest) = shifts.split_at(ask.len().min(shifts.len()));
+    for &s in first {
+        if let Some(line) = ask.next() {
+            _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
+        }
+        step!(s);
+    }
+    for &s in rest {
+        step!(s);
+    }
+    for line in ask {
+        _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
+    }
+    for (i, row) in acc.iter().enumerate() {
+        for (v, a) in row.iter().enumerate() {
+            _mm256_storeu_ps(sums.add(i * BLOCK + v * 8), *a);
+        }
+    }
+}
+
+/// A register tile, with or without the weights asked for ahead.
 type TileFn =
     unsafe fn(*const f32, &[usize], &[usize], *const f32, Option<*const f32>, *mut f32, &Lines);
+/// A write-out of a group's sums to the output planes.
+type WriteFn = unsafe fn(*const f32, usize, usize, *mut f32, usize);
 
 /// Output lines of a group of tiles: `count` positions from `plane0` in
 /// the planes of `channels`, `os` apart.
@@ -381,7 +486,7 @@ impl Lines {
 /// positions from `plane0` for each channel.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn transpose_out(
+unsafe fn transpose_out512(
     sums: *const f32,
     count: usize,
     channels: usize,
@@ -447,13 +552,102 @@ unsafe fn transpose16(r: [std::arch::x86_64::__m512; 16]) -> [std::arch::x86_64:
     out
 }
 
+/// [`transpose_out512`] for AVX2: 8 positions x 8 channels at a time, and
+/// channels up to `channels` rounded up to 8 read from `sums`.
+///
+/// # Safety
+/// AVX2; `sums` holds `count` rows of BLOCK; the planes hold `count`
+/// positions from `plane0` for each channel.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn transpose_out256(
+    sums: *const f32,
+    count: usize,
+    channels: usize,
+    plane0: *mut f32,
+    os: usize,
+) {
+    use std::arch::x86_64::*;
+    let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for q in (0..count).step_by(8) {
+        let n = (count - q).min(8);
+        let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(n as i32), lane);
+        for c0 in (0..channels).step_by(8) {
+            // Rows past the count repeat the last; their lanes are masked.
+            let r: [__m256; 8] =
+                std::array::from_fn(|i| _mm256_loadu_ps(sums.add((q + i.min(n - 1)) * BLOCK + c0)));
+            let cols = transpose8(r);
+            for (c, col) in cols.iter().enumerate().take(channels - c0) {
+                let at = plane0.add((c0 + c) * os + q);
+                if n == 8 {
+                    _mm256_storeu_ps(at, *col);
+                } else {
+                    _mm256_maskstore_ps(at, mask, *col);
+                }
+            }
+        }
+    }
+}
+
+/// The transpose of 8 rows of 8: element j of row i goes to element i of
+/// row j (pairs of lanes, then pairs of pairs within each half, then the
+/// halves).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn transpose8(r: [std::arch::x86_64::__m256; 8]) -> [std::arch::x86_64::__m256; 8] {
+    use std::arch::x86_64::*;
+    // t[2k] / t[2k+1]: rows 2k and 2k+1 interleaved, columns 0-1 / 2-3 of
+    // each half.
+    let t: [__m256; 8] = std::array::from_fn(|i| {
+        let (a, b) = (r[i & !1], r[i | 1]);
+        if i % 2 == 0 {
+            _mm256_unpacklo_ps(a, b)
+        } else {
+            _mm256_unpackhi_ps(a, b)
+        }
+    });
+    // u[4k + j]: rows 4k..4k+4 at column j of each half.
+    let u: [__m256; 8] = std::array::from_fn(|i| {
+        let (k, j) = (i / 4, i % 4);
+        let (a, b) = (t[4 * k + j / 2], t[4 * k + 2 + j / 2]);
+        if j % 2 == 0 {
+            _mm256_shuffle_ps::<0x44>(a, b)
+        } else {
+            _mm256_shuffle_ps::<0xee>(a, b)
+        }
+    });
+    std::array::from_fn(|j| {
+        if j < 4 {
+            _mm256_permute2f128_ps::<0x20>(u[j], u[4 + j])
+        } else {
+            _mm256_permute2f128_ps::<0x31>(u[j - 4], u[j])
+        }
+    })
+}
+
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn transpose_out(_: *const f32, _: usize, _: usize, _: *mut f32, _: usize) {
+unsafe fn transpose_out512(_: *const f32, _: usize, _: usize, _: *mut f32, _: usize) {
     unreachable!("the channel-lane kernel is only chosen on x86-64")
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn tile<const STREAMED: bool>(
+use transpose_out512 as transpose_out256;
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn tile512<const STREAMED: bool>(
+    _: *const f32,
+    _: &[usize],
+    _: &[usize],
+    _: *const f32,
+    _: Option<*const f32>,
+    _: *mut f32,
+    _: &Lines,
+) {
+    unreachable!("the channel-lane kernel is only chosen on x86-64")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn tile256(
     _: *const f32,
     _: &[usize],
     _: &[usize],

@@ -17,10 +17,11 @@
 //! starting from the bias), a plain GEMM for 1x1 kernels without padding or
 //! striding, two direct kernels for f32 (any rank, stride, dilation and
 //! group; both read a zero-padded copy of the input split by stride phase,
-//! so every tap is one constant shift): `direct_lanes.rs` on AVX-512 when a
-//! group's output channels fill blocks of 64 (`lanes_pay`; 64 channels x 6
-//! output positions in registers, no padded position computed, the tile
-//! transposed on the way out), `direct.rs` where `direct_pays` says it
+//! so every tap is one constant shift): `direct_lanes.rs` when a group's
+//! output channels fill blocks of 64 (`lanes_pay`; 64 channels x 6 output
+//! positions in registers with AVX-512, 16 x 6 with AVX2, no padded
+//! position computed, the tile transposed on the way out), `direct.rs`
+//! where `direct_pays` says it
 //! beats the GEMM (4 output channels x a row of positions, AVX-512 or
 //! AVX2), and im2col plus GEMM in column tiles otherwise. For f32 the GEMM
 //! is ours (`sgemm.rs`) when the CPU has AVX-512F or AVX2 with FMA (one
@@ -247,6 +248,8 @@ pub(crate) enum KernelPath {
     /// The channel-lane direct kernel (AVX-512F) wherever it can run;
     /// `Avx512` elsewhere.
     LanesAvx512,
+    /// The same for AVX2 with FMA; `Avx2` elsewhere.
+    LanesAvx2,
     /// The `gemm` crate and the plain depthwise loops.
     Portable,
 }
@@ -257,7 +260,7 @@ impl KernelPath {
         let forced = match self {
             KernelPath::Auto => return Isa::detect(),
             KernelPath::Avx512 | KernelPath::DirectAvx512 | KernelPath::LanesAvx512 => Isa::Avx512,
-            KernelPath::Avx2 | KernelPath::DirectAvx2 => Isa::Avx2,
+            KernelPath::Avx2 | KernelPath::DirectAvx2 | KernelPath::LanesAvx2 => Isa::Avx2,
             KernelPath::Portable => return Isa::Portable,
         };
         // Running kernels the CPU lacks would be undefined behaviour.
@@ -425,7 +428,9 @@ pub(crate) fn conv_on<T: Real>(
                     let lw = packed_or(packs.lanes, &mut packed, || {
                         LaneWeights::new(g.out_channels, g.group, kdim, wf)
                     });
-                    rayon::scope(|_| direct_lanes::conv_direct_lanes(g, &layout, xf, lw, bf, out));
+                    rayon::scope(|_| {
+                        direct_lanes::conv_direct_lanes(g, &layout, xf, lw, bf, out, isa)
+                    });
                 }
             }
             // SAFETY: both kernels write all planes * os elements.
@@ -529,7 +534,7 @@ fn packed_or<'a, W>(
 enum DirectKernel {
     /// Positions (`direct.rs`): AVX-512 or AVX2.
     Positions,
-    /// Output channels (`direct_lanes.rs`): AVX-512 only.
+    /// Output channels (`direct_lanes.rs`): AVX-512 or AVX2.
     Channels,
 }
 
@@ -545,11 +550,11 @@ fn direct_layout(
 ) -> Option<(direct::Layout, DirectKernel)> {
     let isa = Isa::detect();
     let kernel = match path {
-        _ if g.is_pointwise() && path != KernelPath::LanesAvx512 => return None,
+        KernelPath::LanesAvx512 | KernelPath::LanesAvx2 => DirectKernel::Channels,
+        _ if g.is_pointwise() => return None,
         KernelPath::DirectAvx2 | KernelPath::DirectAvx512 => DirectKernel::Positions,
-        KernelPath::LanesAvx512 => DirectKernel::Channels,
         KernelPath::Auto
-            if isa == Isa::Avx512 && lanes_pay(g.out_channels / g.group, g.kernel_size()) =>
+            if isa != Isa::Portable && lanes_pay(g.out_channels / g.group, g.kernel_size()) =>
         {
             DirectKernel::Channels
         }
@@ -564,13 +569,20 @@ fn direct_layout(
     (fits && pays).then_some((layout, kernel))
 }
 
-/// When `Auto` on AVX-512 takes the channel-lane kernel: when the output
-/// channels of a group fill its blocks of 64 (so no lane computes a
-/// channel that is not there). A one-thread probe of both direct kernels
-/// (3x3 with 64 to 512 channels on 7x7 to 56x56 images, and the 7x7
-/// stride-2 first layer) had it as fast or faster on every shape, most
-/// on 14x14 and 7x7 images, whose rows the position kernel pads to whole
-/// vectors.
+/// When `Auto` takes the channel-lane kernel: when the output channels of
+/// a group fill its blocks of 64 (so no lane computes a channel that is
+/// not there). On AVX-512 a one-thread probe of both direct kernels (3x3
+/// with 64 to 512 channels on 7x7 to 56x56 images, and the 7x7 stride-2
+/// first layer) had it as fast or faster on every shape, most on 14x14
+/// and 7x7 images, whose rows the position kernel pads to whole vectors.
+/// On AVX2 (a Zen 3 EPYC, 1 s runs of prepared models against the paths
+/// AVX2 took before, im2col + GEMM or for 3 input channels `direct.rs`)
+/// it was faster or alike on every shape tried, on one and two threads:
+/// C128 28x28 89 against 76 GFLOP/s on one thread, C512 7x7 72 against
+/// 51, C64 14x14 80 against 37, C64 112x112 stride 2 65 against 54, C64
+/// 28x28 to 192 channels 5x5 81 against 79, the 7x7 stride-2 first layer
+/// 75-79 against 33; the bench's C64 56x56 and C256 14x14 83-88 against
+/// 69-70.
 ///
 /// `prepare` packs weights by the same rule, from W's shape alone; only
 /// kernels larger than 1x1 were measured, so 1x1 kernels keep their paths.

@@ -84,7 +84,7 @@ fn pack(ctx: &KernelCtx, shape: &[usize], w: &[f32]) -> Option<Pack> {
         Isa::Avx512 => taps > 1,
         _ => taps > 1 && shape[1] <= super::DIRECT_AVX2_MAX_CHANNELS,
     };
-    let lanes = isa == Isa::Avx512 && super::lanes_pay(m / group, taps);
+    let lanes = super::lanes_pay(m / group, taps);
     if lanes {
         return Some(Pack::Lanes(LaneWeights::new(m, group, kdim, w)));
     }

@@ -420,6 +420,12 @@ fn channel_lane_kernel_meets_the_rounding_bound() {
     check_path(KernelPath::LanesAvx512);
 }
 
+#[test]
+#[cfg_attr(no_avx2, ignore = "this CPU has no AVX2 with FMA")]
+fn channel_lane_avx2_kernel_meets_the_rounding_bound() {
+    check_path(KernelPath::LanesAvx2);
+}
+
 /// Depthwise taps that fall in the padding are skipped, not multiplied by
 /// zero: an infinite weight leaves the outputs it never reaches finite.
 /// (The AVX-512 row kernel multiplies padding zeros, as its contract says.)
@@ -466,7 +472,11 @@ fn depthwise_padding_taps_are_skipped() {
 fn no_input_channels_give_the_bias() {
     let mut paths = vec![KernelPath::Auto, KernelPath::Portable];
     if Isa::Avx2.supported() {
-        paths.extend([KernelPath::Avx2, KernelPath::DirectAvx2]);
+        paths.extend([
+            KernelPath::Avx2,
+            KernelPath::DirectAvx2,
+            KernelPath::LanesAvx2,
+        ]);
     }
     if Isa::Avx512.supported() {
         paths.extend([
