@@ -32,6 +32,14 @@ pub(crate) const BLOCK: usize = VECS * 16;
 /// accumulators, the 2 weight vectors and a broadcast fill 15 of AVX2's 16
 /// registers.
 const VECS_AVX2: usize = 2;
+/// The output channels one register tile of `isa` computes, and the
+/// span its weights are packed in (`BlockedWeights::in_spans`).
+pub(crate) fn span(isa: Isa) -> usize {
+    match isa {
+        Isa::Avx512 => BLOCK,
+        _ => VECS_AVX2 * 8,
+    }
+}
 /// Output positions per register tile: 4 x 6 accumulators, the 4 weight
 /// vectors and a broadcast fit AVX-512's 32 registers.
 const POSITIONS: usize = 6;
@@ -157,11 +165,17 @@ pub(super) fn conv_direct_lanes(
     let chunk = (chunk_bytes / (BLOCK * 4)).clamp(1, kdim.max(1));
     let streamed = kdim * BLOCK * std::mem::size_of::<f32>() > STREAMED_WEIGHT_BYTES;
     // The channels one tile computes, its kernel and the write-out's.
-    let (span, tile, write_out): (usize, TileFn, WriteFn) = match (isa, streamed) {
-        (Isa::Avx512, true) => (BLOCK, tile512::<true>, transpose_out512),
-        (Isa::Avx512, false) => (BLOCK, tile512::<false>, transpose_out512),
-        _ => (VECS_AVX2 * 8, tile256, transpose_out256),
+    let (tile, write_out): (TileFn, WriteFn) = match (isa, streamed) {
+        (Isa::Avx512, true) => (tile512::<true>, transpose_out512),
+        (Isa::Avx512, false) => (tile512::<false>, transpose_out512),
+        _ => (tile256, transpose_out256),
     };
+    let span = span(isa);
+    assert_eq!(
+        w.span(),
+        span,
+        "channel-lane weights packed for another tile"
+    );
     let shifts: Vec<usize> = (0..cg)
         .flat_map(|c| layout.taps.iter().map(move |&t| c * layout.chan + t))
         .collect();
@@ -274,7 +288,7 @@ pub(super) fn conv_direct_lanes(
                                         xg,
                                         base,
                                         &shifts[k0..k1],
-                                        wb[k0 * BLOCK + c0..].as_ptr(),
+                                        wb[c0 * kdim + k0 * span..].as_ptr(),
                                         (k0 == 0).then_some(bb.add(c0)),
                                         sums.add(t * POSITIONS * BLOCK + c0),
                                         &ask,
@@ -381,14 +395,14 @@ unsafe fn tile512<const STREAMED: bool>(
 /// [`tile512`]'s twin for AVX2 with FMA: 16 output channels (the ones from
 /// `w`, `bias` and `sums`, whose rows are still BLOCK apart) x POSITIONS
 /// positions, the same operations in the same order, so the two give
-/// bit-identical sums. Its chunk's weights are in L1 or L2
-/// ([`CHUNK_WEIGHT_BYTES_AVX2`]), so it asks for none ahead.
+/// bit-identical sums. Its weights are a span of 16 (`span`); the chunk's
+/// are in L1 or L2 ([`CHUNK_WEIGHT_BYTES_AVX2`]), so it asks for none
+/// ahead.
 ///
 /// # Safety
 /// AVX2 and FMA; `bases` holds POSITIONS values, `x + base + shift` in
 /// bounds for every base and shift; `w` holds `shifts.len()` rows of 16
-/// values BLOCK apart, `bias` 16 values and `sums` POSITIONS rows of 16,
-/// BLOCK apart.
+/// values, `bias` 16 values and `sums` POSITIONS rows of 16, BLOCK apart.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn tile256(
@@ -418,7 +432,7 @@ unsafe fn tile256(
                     row[v] = _mm256_fmadd_ps(wv[v], xv, row[v]);
                 }
             }
-            wp = wp.add(BLOCK);
+            wp = wp.add(VECS_AVX2 * 8);
         };
     }
     let mut ask = prefetch.walk();

@@ -311,9 +311,9 @@ fn conv_prepacked(
         direct: packs
             .direct
             .filter(|p| p.fits(g.out_channels, g.group, kdim)),
-        lanes: packs
-            .lanes
-            .filter(|p| p.fits(g.out_channels, g.group, kdim)),
+        lanes: packs.lanes.filter(|p| {
+            p.fits(g.out_channels, g.group, kdim) && p.span() == direct_lanes::span(isa)
+        }),
     };
     conv_on(g, x, w, bias, scratch_bytes, KernelPath::Auto, packs)
 }
@@ -426,7 +426,8 @@ pub(crate) fn conv_on<T: Real>(
                 DirectKernel::Channels => {
                     let mut packed = None;
                     let lw = packed_or(packs.lanes, &mut packed, || {
-                        LaneWeights::new(g.out_channels, g.group, kdim, wf)
+                        let span = direct_lanes::span(isa);
+                        LaneWeights::in_spans(g.out_channels, g.group, kdim, wf, span)
                     });
                     rayon::scope(|_| {
                         direct_lanes::conv_direct_lanes(g, &layout, xf, lw, bf, out, isa)

@@ -86,7 +86,8 @@ fn pack(ctx: &KernelCtx, shape: &[usize], w: &[f32]) -> Option<Pack> {
     };
     let lanes = super::lanes_pay(m / group, taps);
     if lanes {
-        return Some(Pack::Lanes(LaneWeights::new(m, group, kdim, w)));
+        let span = super::direct_lanes::span(isa);
+        return Some(Pack::Lanes(LaneWeights::in_spans(m, group, kdim, w, span)));
     }
     if direct {
         return Some(Pack::Direct(DirectWeights::new(m, group, kdim, w)));

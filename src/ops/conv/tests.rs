@@ -194,7 +194,13 @@ fn check_against_reference(
         Packs {
             gemm: Some(&prepacked),
             direct: Some(&DirectWeights::new(g.out_channels, g.group, kdim, &w32)),
-            lanes: Some(&LaneWeights::new(g.out_channels, g.group, kdim, &w32)),
+            lanes: Some(&LaneWeights::in_spans(
+                g.out_channels,
+                g.group,
+                kdim,
+                &w32,
+                direct_lanes::span(path.isa()),
+            )),
         },
     );
     assert!(
