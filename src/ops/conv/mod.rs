@@ -41,8 +41,11 @@
 //! pool thread.
 //!
 //! Speed against onnxruntime 1.32: `cargo xtask bench` measures it, with
-//! figures in the README. On an AVX-512 Xeon (2 cores) the channel-lane
-//! tile runs at about 94% of the FMA peak with its operands in L1; whole
+//! figures in the README. On a Zen 3 EPYC (AVX2, no AVX-512) the AVX2
+//! channel-lane kernel ran the dense bench shapes at 80-88% of the FMA
+//! peak back to back, 95% of a call's samples in its tile (C256 14x14).
+//! On an AVX-512 Xeon (2 cores) the channel-lane tile runs at about 94%
+//! of the FMA peak with its operands in L1; whole
 //! dense convolutions reached 56-81% of the peak in this session's bench
 //! runs, onnxruntime's NCHWc kernels 62-87%. The input copy and the
 //! transposed write-out cost 3-12% each of a call. The depthwise kernel
