@@ -321,6 +321,30 @@ fn guided_cut(total: usize, items: usize, i: usize) -> usize {
     total * done / (n * (n + 1) / 2)
 }
 
+/// Runs a tile's `$step!(shift)` over `$shifts`, asking for one of the
+/// `$prefetch` lines (for writing) per step while there are some, then
+/// for the rest. A macro rather than a function so that both tiles'
+/// inner loops stay their own code, with their instruction sets.
+#[cfg(target_arch = "x86_64")]
+macro_rules! steps_asking {
+    ($shifts:expr, $prefetch:expr, $step:ident) => {
+        let mut ask = $prefetch.walk();
+        let (first, rest) = $shifts.split_at(ask.len().min($shifts.len()));
+        for &s in first {
+            if let Some(line) = ask.next() {
+                _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
+            }
+            $step!(s);
+        }
+        for &s in rest {
+            $step!(s);
+        }
+        for line in ask {
+            _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
+        }
+    };
+}
+
 /// One AVX-512 register tile: BLOCK output channels x POSITIONS positions, from the
 /// biases (the first chunk) or `sums` (the partial sums of the earlier
 /// chunks) through the chunk's (channel, tap) shifts, into `sums` by
@@ -371,20 +395,7 @@ unsafe fn tile512<const STREAMED: bool>(
             wp = wp.add(BLOCK);
         };
     }
-    let mut ask = prefetch.walk();
-    let (first, rest) = shifts.split_at(ask.len().min(shifts.len()));
-    for &s in first {
-        if let Some(line) = ask.next() {
-            _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
-        }
-        step!(s);
-    }
-    for &s in rest {
-        step!(s);
-    }
-    for line in ask {
-        _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
-    }
+    steps_asking!(shifts, prefetch, step);
     for (i, row) in acc.iter().enumerate() {
         for (v, a) in row.iter().enumerate() {
             _mm512_storeu_ps(sums.add(i * BLOCK + v * 16), *a);
@@ -435,20 +446,7 @@ unsafe fn tile256(
             wp = wp.add(VECS_AVX2 * 8);
         };
     }
-    let mut ask = prefetch.walk();
-    let (first, rest) = shifts.split_at(ask.len().min(shifts.len()));
-    for &s in first {
-        if let Some(line) = ask.next() {
-            _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
-        }
-        step!(s);
-    }
-    for &s in rest {
-        step!(s);
-    }
-    for line in ask {
-        _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
-    }
+    steps_asking!(shifts, prefetch, step);
     for (i, row) in acc.iter().enumerate() {
         for (v, a) in row.iter().enumerate() {
             _mm256_storeu_ps(sums.add(i * BLOCK + v * 8), *a);
