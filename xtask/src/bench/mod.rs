@@ -187,9 +187,17 @@ pub struct ConvFigure {
     ratio: f64,
 }
 
-/// The medians of `reps` runs each of `a` and `b`, run in turn after a
-/// warm-up run of each, so that load from elsewhere on the machine falls on
-/// both sides alike.
+/// How long `alternating_medians` keeps alternating, at the least. Thirty
+/// pairs of CenterCropPad and its copy span about 4 ms here, Pad's about
+/// 30 ms: one slow stretch of one side then sets the median. Six runs of
+/// `--op pad --op center-crop-pad` each on a Zen 5 EPYC: CenterCropPad
+/// 0.83-1.74 of the copy with 30 pairs per mode, 1.24-1.78 with 300;
+/// Pad's modes 0.94-1.29 and 0.91-1.13.
+const MIN_ALTERNATION: Duration = Duration::from_millis(500);
+
+/// The medians of at least `reps` runs each of `a` and `b`, run in turn
+/// after a warm-up run of each (for [`MIN_ALTERNATION`] at the least), so
+/// that load from elsewhere on the machine falls on both sides alike.
 fn alternating_medians(
     reps: usize,
     a: &mut dyn FnMut(),
@@ -198,7 +206,8 @@ fn alternating_medians(
     a();
     b();
     let mut times = (Vec::new(), Vec::new());
-    for _ in 0..reps.max(1) {
+    let start = Instant::now();
+    while times.0.len() < reps.max(1) || start.elapsed() < MIN_ALTERNATION {
         let t = Instant::now();
         a();
         times.0.push(t.elapsed());
