@@ -46,14 +46,8 @@ pub(crate) fn copy_row<T: Copy>(src: &[T], dst: &mut [MaybeUninit<T>]) {
 #[target_feature(enable = "avx512f")]
 unsafe fn forward_avx512(s: *const u8, d: *mut u8, bytes: usize) {
     use std::arch::x86_64::*;
-    if bytes < 128 {
-        let mut at = 0;
-        while at + 64 <= bytes {
-            let v = _mm512_loadu_si512(s.add(at) as *const __m512i);
-            _mm512_storeu_si512(d.add(at) as *mut __m512i, v);
-            at += 64;
-        }
-        std::ptr::copy_nonoverlapping(s.add(at), d.add(at), bytes - at);
+    if bytes < 64 {
+        std::ptr::copy_nonoverlapping(s, d, bytes);
         return;
     }
     // A store that straddles two lines costs two: the first vector goes
@@ -93,11 +87,11 @@ mod tests {
                 assert_eq!(got[doff + len], 0, "wrote past the row, len {len}");
             }
         }
-        // Every alignment of the destination, with rows long enough for
-        // the aligned loop (one straddling store first, one overlapping
-        // store last).
+        // Every alignment of the destination, with rows of a vector or more
+        // (one straddling store first, aligned ones, one overlapping store
+        // last).
         let long: Vec<u8> = (0..1200u32).map(|i| (i * 13 + 5) as u8).collect();
-        for len in [128, 129, 191, 192, 200, 896, 1000] {
+        for len in [64, 65, 100, 127, 128, 129, 191, 192, 200, 896, 1000] {
             for doff in 0..64 {
                 let mut dst = vec![MaybeUninit::new(0u8); len + 128];
                 copy_row(&long[7..7 + len], &mut dst[doff..doff + len]);
