@@ -2,7 +2,7 @@
 //! measured FMA peak. The two sides alternate in rounds per shape; on one
 //! thread both sides of a round run on the same CPU.
 
-use super::{median, rayon_threads, ConvFigure, Figures};
+use super::{load, median, rayon_threads, ConvFigure, Figures};
 use crate::python;
 use anyhow::{bail, Context, Result};
 use onnx_conformance::model::{AttrValue, Attribute, Graph, Model, Node, ValueInfo};
@@ -225,6 +225,9 @@ pub fn bench_conv(reps: usize, figures: &mut Figures) -> Result<()> {
             .build()?;
         let config = serde_json::json!({ "threads": threads, "models": models });
         let mut ort = OrtServer::start(&env.python, &script, &config)?;
+        // The server's CPU time is the bench's own.
+        let server = [ort.child.id()];
+        let watch = load::Watch::start(&server);
         let mut ours = Vec::new();
         let mut ort_ms = Vec::new();
         for (i, (model, x)) in cases.iter().enumerate() {
@@ -269,6 +272,7 @@ pub fn bench_conv(reps: usize, figures: &mut Figures) -> Result<()> {
             ort_ms.push(median_of(&mut theirs));
         }
         let (report, sessions) = (ort.hello.clone(), ort.session_ms()?);
+        let section_load = watch.finish(&format!("Conv on {threads} thread(s)"), &server);
         ort.finish()?;
         let ort = ort_ms;
         let peak = if threads == 1 {
@@ -324,6 +328,7 @@ pub fn bench_conv(reps: usize, figures: &mut Figures) -> Result<()> {
                 ratio: o / ms,
             });
         }
+        figures.note_load(section_load);
         println!();
     }
     Ok(())

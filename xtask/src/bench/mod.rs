@@ -2,6 +2,7 @@
 //! same run. Release build; numbers are medians of repeated runs.
 
 mod conv;
+mod load;
 mod pad;
 
 use anyhow::{Context, Result};
@@ -82,10 +83,14 @@ pub fn run(args: Args) -> Result<()> {
     let want =
         |op: &str| args.ops.is_empty() || args.ops.iter().any(|o| o.eq_ignore_ascii_case(op));
     if want("pad") {
+        let watch = load::Watch::start(&[]);
         pad::bench_pad(args.reps, &mut figures)?;
+        figures.note_load(watch.finish("Pad", &[]));
     }
     if want("center-crop-pad") || want("ccp") {
+        let watch = load::Watch::start(&[]);
         pad::bench_center_crop_pad(args.reps, &mut figures)?;
+        figures.note_load(watch.finish("CenterCropPad", &[]));
     }
     if want("conv") {
         conv::bench_conv(args.reps, &mut figures)?;
@@ -143,6 +148,18 @@ pub struct Figures {
     cores_shared: bool,
     copy_speed: Vec<CopyFigure>,
     conv: Vec<ConvFigure>,
+    /// Per section, the CPU time that went elsewhere while it ran.
+    load: Vec<load::SectionLoad>,
+}
+
+impl Figures {
+    /// Keeps a section's load from elsewhere, warning when it is large.
+    fn note_load(&mut self, load: Option<load::SectionLoad>) {
+        if let Some(load) = load {
+            load::warn(&load);
+            self.load.push(load);
+        }
+    }
 }
 
 /// A data-movement kernel against a plain copy of the same input bytes
