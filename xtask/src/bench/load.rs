@@ -5,7 +5,7 @@
 //! as much as the kernels; the bench prints it and keeps it in the JSON
 //! rather than leave a reader to guess why two runs disagree (the first
 //! run on a freshly started machine here gave CenterCropPad 0.68 of the
-//! copy, the next ones 1.22-1.52, and nothing at the time said why).
+//! copy, the next ones 1.2-1.5, and nothing at the time said why).
 
 use std::path::Path;
 
