@@ -407,6 +407,7 @@ fn fill(g: &Geometry, layout: &Layout, image: &[f32], buf: &mut [MaybeUninit<f32
     // Tasks of whole rows, about 16 KiB each: images of few channels (the
     // first layer's three) still spread over every thread.
     let rows_per_channel = layout.chan / ql;
+    let phases = rows_per_channel / rows_per_phase;
     let rows_per_task = (4096 / ql).max(1);
     let avx512 = crate::ops::sgemm::Isa::Avx512.supported();
     // Each row of a channel's phase planes: where its source line starts
@@ -440,42 +441,55 @@ fn fill(g: &Geometry, layout: &Layout, image: &[f32], buf: &mut [MaybeUninit<f32
         })
         .collect();
     let (body, tail) = buf.split_at_mut(g.in_channels * layout.chan);
-    let body_len = body.len();
-    let tasks = body.len().div_ceil(ql * rows_per_task);
+    let all_rows = g.in_channels * rows_per_channel;
+    let tasks = all_rows.div_ceil(rows_per_task);
     let dst = SendPtr(body.as_mut_ptr());
     crate::ops::parallel::share(tasks, &|task| {
-        let start = task * ql * rows_per_task;
-        let len = (ql * rows_per_task).min(body_len - start);
-        // SAFETY: task `task` alone writes elements start..start + len
-        // of `body`, which is alive until `share` returns.
-        let rows = unsafe { std::slice::from_raw_parts_mut(dst.get().add(start), len) };
+        let first = task * rows_per_task;
         let task_rows = TaskRows {
-            first: task * rows_per_task,
+            first,
+            count: rows_per_task.min(all_rows - first),
             width: ql,
             rows_per_channel,
+            phases,
             sources: &sources,
             in_size,
             il,
         };
         #[cfg(target_arch = "x86_64")]
         if avx512 && sl <= 2 {
-            // SAFETY: the CPU has AVX-512F.
-            unsafe { task_rows.write_avx512(rows, image, sl, pl) };
+            // SAFETY: the CPU has AVX-512F; the task's rows are its own
+            // (`TaskRows::write`) and `body` is alive until `share`
+            // returns.
+            unsafe { task_rows.write_avx512(dst.get(), image, sl, pl) };
             return;
         }
-        task_rows.write(rows, |out, line, phase| {
-            write_line(out, image, line, sl, phase, pl, false)
-        });
+        // SAFETY: as above.
+        unsafe {
+            task_rows.write(dst.get(), |out, line, phase| {
+                write_line(out, image, line, sl, phase, pl, false)
+            })
+        };
     });
     tail.fill(MaybeUninit::new(0.0));
 }
 
-/// The rows of one task of [`fill`]: consecutive rows of the buffer from
-/// row `first`, each `width` long.
+/// The rows of one task of [`fill`]: `count` rows from row `first`, each
+/// `width` long, in the order that reads the input line by line. A
+/// channel's rows are visited plane row by plane row, each in every phase
+/// before the next (`r * phases + phase`), not phase plane by phase
+/// plane: with a stride of 2 the four phase rows of a plane row read two
+/// consecutive input lines, each twice, so the input is read once, in
+/// order, where plane by plane it was read four times, every other line
+/// each time. With a stride of 1 there is one phase and both orders are
+/// the buffer's.
 struct TaskRows<'a> {
     first: usize,
+    count: usize,
     width: usize,
     rows_per_channel: usize,
+    /// Phase planes per channel (the strides' product).
+    phases: usize,
     /// Each row of a channel: its line's start in the input channel (None:
     /// a padding row) and its phase along the last axis.
     sources: &'a [(Option<usize>, usize)],
@@ -485,25 +499,47 @@ struct TaskRows<'a> {
 }
 
 impl TaskRows<'_> {
-    /// Calls `row(out, line, phase)` for every row of `rows`, with its
-    /// line's range in the image.
+    /// Calls `row(out, line, phase)` for every row of the task, with its
+    /// line's range in the image; `body` is the buffer's channels.
+    ///
+    /// # Safety
+    /// `body` holds every channel's rows, and no other thread touches this
+    /// task's rows while it runs (tasks of disjoint row ranges in visiting
+    /// order write disjoint rows: the order is a permutation of each
+    /// channel's rows).
     #[inline(always)]
-    fn write(
+    unsafe fn write(
         &self,
-        rows: &mut [MaybeUninit<f32>],
+        body: *mut MaybeUninit<f32>,
         mut row: impl FnMut(&mut [MaybeUninit<f32>], Option<std::ops::Range<usize>>, usize),
     ) {
-        let (mut c, mut r) = (
+        let rows_per_phase = self.rows_per_channel / self.phases;
+        let v = self.first % self.rows_per_channel;
+        let (mut c, mut r, mut phase) = (
             self.first / self.rows_per_channel,
-            self.first % self.rows_per_channel,
+            v / self.phases,
+            v % self.phases,
         );
-        for out in rows.chunks_exact_mut(self.width) {
-            let (src_off, phase) = self.sources[r];
+        for _ in 0..self.count {
+            let b = phase * rows_per_phase + r;
+            // SAFETY: row `b` of channel `c` lies in `body` and is this
+            // task's alone (the caller's contract).
+            let out = unsafe {
+                std::slice::from_raw_parts_mut(
+                    body.add((c * self.rows_per_channel + b) * self.width),
+                    self.width,
+                )
+            };
+            let (src_off, line_phase) = self.sources[b];
             let at = |o: usize| c * self.in_size + o..c * self.in_size + o + self.il;
-            row(out, src_off.map(at), phase);
-            r += 1;
-            if r == self.rows_per_channel {
-                (c, r) = (c + 1, 0);
+            row(out, src_off.map(at), line_phase);
+            phase += 1;
+            if phase == self.phases {
+                phase = 0;
+                r += 1;
+                if r == rows_per_phase {
+                    (c, r) = (c + 1, 0);
+                }
             }
         }
     }
@@ -513,19 +549,22 @@ impl TaskRows<'_> {
     /// their copy).
     ///
     /// # Safety
-    /// AVX-512F; `stride` 1 or 2.
+    /// AVX-512F; `stride` 1 or 2; `body` as for [`TaskRows::write`].
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
     unsafe fn write_avx512(
         &self,
-        rows: &mut [MaybeUninit<f32>],
+        body: *mut MaybeUninit<f32>,
         image: &[f32],
         stride: usize,
         pad: usize,
     ) {
-        self.write(rows, |out, line, phase| {
-            write_line(out, image, line, stride, phase, pad, true)
-        });
+        // SAFETY: the caller's contract.
+        unsafe {
+            self.write(body, |out, line, phase| {
+                write_line(out, image, line, stride, phase, pad, true)
+            })
+        };
     }
 }
 
