@@ -131,14 +131,29 @@ fn plane_operands<'a, T>(g: &Geometry, x: &'a [T], w: &'a [T], plane: usize) -> 
 
 /// Padded row width of the depthwise row kernel: every load of 16 lanes
 /// stays inside it. Dilation and padding make it large, not the input.
+/// Rows for [`rows3`] are whole vectors, one more than the output's, so
+/// that they start on a line when the first does and each block's two
+/// aligned loads lie in the row.
 pub(super) fn padded_row_width(g: &Geometry) -> usize {
     let (ow, kw, dw) = (g.out_spatial[1], g.kernel[1], g.dilations[1]);
+    if takes_rows3(g) {
+        return (ow.div_ceil(16) + 1) * 16;
+    }
     (ow.div_ceil(16) * 16).saturating_add((kw - 1).saturating_mul(dw))
 }
 
-/// Elements of the depthwise row kernel's padded copy of one plane.
+/// Elements of the depthwise row kernel's padded copy of one plane, and a
+/// vector of slack to start the rows on a 64-byte line.
 pub(super) fn padded_rows_len(g: &Geometry) -> Option<usize> {
-    g.in_spatial[0].checked_mul(padded_row_width(g))
+    g.in_spatial[0]
+        .checked_mul(padded_row_width(g))?
+        .checked_add(16)
+}
+
+/// Whether the AVX-512 row kernel takes [`rows3`]: kernels three wide
+/// without column dilation (the common 3x3 depthwise layer).
+fn takes_rows3(g: &Geometry) -> bool {
+    g.kernel[1] == 3 && g.dilations[1] == 1
 }
 
 /// One depthwise plane, f32, unit strides: the input plane is copied into
@@ -187,9 +202,12 @@ pub(super) unsafe fn depthwise_plane_rows(
         padded.resize(padded_rows_len(g).unwrap_or(0), 0.0);
         zeroed_for = layout;
     }
+    // The rows start on a line (the vector is not moved between calls of
+    // one layout, so the offset stays the one its padding was zeroed for).
+    let start = padded.as_ptr().align_offset(64).min(16);
     for r in 0..ih {
         // Output column ox reads input column ox + kx * dw - pw.
-        let row = &mut padded[r * pwid..(r + 1) * pwid];
+        let row = &mut padded[start + r * pwid..start + (r + 1) * pwid];
         let src = &xc[r * iw..(r + 1) * iw];
         let (from, to) = (pw, (pw + iw).min(pwid));
         if from < to {
@@ -213,7 +231,52 @@ pub(super) unsafe fn depthwise_plane_rows(
             tail_mask
         }
     };
+    // The next plane's input (the next channel, which this thread is
+    // likely to take next: `share` hands out runs of consecutive planes),
+    // asked for a few lines per output row while this plane computes from
+    // L1: the copy above otherwise waits on its misses (34% of a one-thread
+    // C256 56x56 call's samples in `memcpy`, 11% with this).
+    let next = xc.as_ptr_range().end;
+    let next_lines = (x.as_ptr_range().end as usize - next as usize).min(ih * iw * 4) / 64;
+    let ask_next = |oy0: usize, oy1: usize| {
+        for l in next_lines * oy0 / oh..next_lines * oy1 / oh {
+            // A hint only: it never faults.
+            _mm_prefetch::<_MM_HINT_T0>((next as *const i8).wrapping_add(64 * l));
+        }
+    };
+    let rows = padded.as_ptr().add(start);
+    if takes_rows3(g) {
+        let plane = Rows3 {
+            rows,
+            pwid,
+            ih,
+            w: wm.as_ptr(),
+            kh,
+            dh,
+            ph,
+            bias,
+        };
+        for oy0 in (0..oh).step_by(ROWS3) {
+            ask_next(oy0, (oy0 + ROWS3).min(oh));
+            let count = ROWS3.min(oh - oy0);
+            let orow = out.as_mut_ptr().add(oy0 * ow) as *mut f32;
+            let mut b0 = 0;
+            while b0 < blocks {
+                let store = |b: usize| (orow.add(b * 16), mask_of(b));
+                match blocks - b0 {
+                    1 => rows3::<1>(&plane, oy0, count, b0, ow, store),
+                    2 => rows3::<2>(&plane, oy0, count, b0, ow, store),
+                    3 => rows3::<3>(&plane, oy0, count, b0, ow, store),
+                    _ => rows3::<4>(&plane, oy0, count, b0, ow, store),
+                }
+                b0 += 4;
+            }
+        }
+        PADDED.with(|p| *p.borrow_mut() = (padded, zeroed_for));
+        return;
+    }
     for oy in 0..oh {
+        ask_next(oy, oy + 1);
         let orow = out.as_mut_ptr().add(oy * ow) as *mut f32;
         let mut b0 = 0;
         while b0 < blocks {
@@ -224,7 +287,7 @@ pub(super) unsafe fn depthwise_plane_rows(
                 if iy < 0 || iy >= ih as isize {
                     continue;
                 }
-                let prow = padded.as_ptr().add(iy as usize * pwid + b0 * 16);
+                let prow = rows.add(iy as usize * pwid + b0 * 16);
                 for kx in 0..kw {
                     let wv = _mm512_set1_ps(*wm.get_unchecked(ky * kw + kx));
                     let p = prow.add(kx * dw);
@@ -240,6 +303,100 @@ pub(super) unsafe fn depthwise_plane_rows(
         }
     }
     PADDED.with(|p| *p.borrow_mut() = (padded, zeroed_for));
+}
+
+/// Output rows [`rows3`] holds in registers at once.
+#[cfg(target_arch = "x86_64")]
+const ROWS3: usize = 4;
+
+/// One plane's operands for [`rows3`]: the padded rows (64-byte aligned,
+/// `pwid` apart, `ih` of them), the kernel's `kh` x 3 taps, its row
+/// dilation and top padding, and the bias.
+#[cfg(target_arch = "x86_64")]
+struct Rows3 {
+    rows: *const f32,
+    pwid: usize,
+    ih: usize,
+    w: *const f32,
+    kh: usize,
+    dh: usize,
+    ph: usize,
+    bias: f32,
+}
+
+/// [`depthwise_plane_rows`]' loop for kernels three wide without column
+/// dilation: `count` (up to [`ROWS3`]) output rows from `oy0` times `B`
+/// blocks of 16 outputs from block `b0`, all in registers. Each padded
+/// input row the outputs read is loaded once, as B + 1 aligned vectors,
+/// for every output row and tap that reads it; the two shifted columns
+/// come from `valignd` in the register. One row of blocks at a time, the
+/// loop had a load per multiply-add, every one straddling two lines (rows
+/// of 66 floats). `store(b)` gives block `b`'s address in the first output
+/// row and its lane mask.
+///
+/// Numerical contract: as [`depthwise_plane_rows`]'s, bit for bit. An
+/// output row meets its input rows in increasing order, so its taps are
+/// added in row-major order, each with one FMA; rows outside the input
+/// are skipped, padding columns multiply the copy's zeros.
+///
+/// # Safety
+/// AVX-512F; `p.rows` holds `p.ih` rows of `p.pwid` (at least (b0 + B + 1)
+/// x 16) and `p.w` `p.kh` x 3 taps; the output rows from `oy0` hold `ow`
+/// each, and `store` gives in-bounds addresses for blocks below `b0 + B`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn rows3<const B: usize>(
+    p: &Rows3,
+    oy0: usize,
+    count: usize,
+    b0: usize,
+    ow: usize,
+    store: impl Fn(usize) -> (*mut f32, std::arch::x86_64::__mmask16),
+) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm512_set1_ps(p.bias); B]; ROWS3];
+    // The input rows any of the output rows reads, top to bottom.
+    let span = (ROWS3 - 1) + (p.kh - 1) * p.dh + 1;
+    for t in 0..span {
+        let iy = (oy0 + t) as isize - p.ph as isize;
+        if iy < 0 || iy >= p.ih as isize {
+            continue;
+        }
+        let src = p.rows.add(iy as usize * p.pwid + b0 * 16);
+        let a: [__m512i; 5] = std::array::from_fn(|i| {
+            if i <= B {
+                _mm512_load_si512(src.add(16 * i) as *const __m512i)
+            } else {
+                _mm512_setzero_si512()
+            }
+        });
+        let cols: [[__m512; B]; 3] = [
+            std::array::from_fn(|i| _mm512_castsi512_ps(a[i])),
+            std::array::from_fn(|i| _mm512_castsi512_ps(_mm512_alignr_epi32::<1>(a[i + 1], a[i]))),
+            std::array::from_fn(|i| _mm512_castsi512_ps(_mm512_alignr_epi32::<2>(a[i + 1], a[i]))),
+        ];
+        for (j, row) in acc.iter_mut().enumerate().take(count) {
+            // Output row oy0 + j reads this row with tap row (t - j) / dh.
+            let Some(d) = t.checked_sub(j) else { break };
+            if d % p.dh != 0 || d / p.dh >= p.kh {
+                continue;
+            }
+            let ky = d / p.dh;
+            for (kx, col) in cols.iter().enumerate() {
+                let wv = _mm512_set1_ps(*p.w.add(ky * 3 + kx));
+                for (a, v) in row.iter_mut().zip(col) {
+                    *a = _mm512_fmadd_ps(wv, *v, *a);
+                }
+            }
+        }
+    }
+    for (j, row) in acc.iter().enumerate().take(count) {
+        for (i, a) in row.iter().enumerate() {
+            let (at, mask) = store(b0 + i);
+            _mm512_mask_storeu_ps(at.add(j * ow), mask, *a);
+        }
+    }
 }
 
 /// True when every input column the AVX2 kernel computes (output column

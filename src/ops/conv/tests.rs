@@ -605,6 +605,58 @@ fn depthwise_row_buffer_is_rezeroed_for_a_new_row_layout() {
 }
 
 #[test]
+fn depthwise_three_wide_rows_meet_the_definition() {
+    // The AVX-512 row kernel's path for kernels three wide without column
+    // dilation holds up to four output rows and four blocks of 16 in
+    // registers: every count of rows left at the bottom (heights 1-9),
+    // every count of blocks in the last group and partial last blocks
+    // (widths 1-100), tap rows one to five, with row dilation, and
+    // padding on every side, against the definition. The values are small
+    // integers, so every sum is exact in f32 and must match to the bit.
+    for (case, &(h, w, kh, dh, pads)) in [
+        (1, 1, 1, 1, [0, 1, 0, 1]),
+        (2, 5, 3, 1, [1, 1, 1, 1]),
+        (3, 16, 3, 1, [1, 1, 1, 1]),
+        (4, 17, 2, 1, [0, 1, 1, 1]),
+        (5, 31, 3, 2, [2, 0, 2, 2]),
+        (7, 33, 3, 1, [1, 2, 1, 0]),
+        (9, 48, 5, 1, [2, 1, 2, 1]),
+        (6, 50, 3, 1, [0, 0, 0, 0]),
+        (8, 64, 3, 1, [1, 1, 1, 1]),
+        (4, 65, 4, 2, [3, 1, 3, 1]),
+        (3, 70, 3, 1, [1, 1, 0, 1]),
+        (9, 100, 3, 1, [1, 1, 1, 1]),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let attrs = ConvAttrs {
+            pads: Some(pads.to_vec()),
+            dilations: Some(vec![dh, 1]),
+            group: 2,
+            ..ConvAttrs::default()
+        };
+        let g = geometry(&attrs, &[1, 2, h, w], &[2, 1, kh, 3], Some(&[2])).unwrap();
+        assert!(g.is_depthwise_2d());
+        let x: Vec<f64> = (0..2 * h * w)
+            .map(|v| ((v * 7) % 11) as f64 - 5.0)
+            .collect();
+        let wt: Vec<f64> = (0..2 * kh * 3)
+            .map(|v| ((v * 5) % 7) as f64 - 3.0)
+            .collect();
+        let b = [0.5, -2.0];
+        let want = reference(&g, &x, &wt, Some(&b));
+        let f = |v: &[f64]| v.iter().map(|&v| v as f32).collect::<Vec<f32>>();
+        let got = conv(&g, &f(&x), &f(&wt), Some(&f(&b)), TILE_BYTES);
+        let got: Vec<f64> = got.iter().map(|&v| v as f64).collect();
+        assert_eq!(
+            got, want,
+            "case {case}: {h}x{w}, {kh} tap rows, dilation {dh}"
+        );
+    }
+}
+
+#[test]
 fn phase_rows_hold_their_line_and_zeros() {
     // Every row shape the stride-phase copy can meet, against the
     // definition: element j is line[j * stride + phase - pad] where that is
