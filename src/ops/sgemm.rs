@@ -329,15 +329,22 @@ mod imp {
         let mut k0 = 0;
         while k0 < k {
             let kc = KC.min(k - k0);
-            // Pack B[k0..k0+kc, :] into column panels of NR, zero-padded.
-            for p in 0..n_panels {
-                let j0 = p * NR;
-                let w = NR.min(n - j0);
-                let dst = &mut pb[p * NR * kc..(p + 1) * NR * kc];
-                for kk in 0..kc {
-                    let src = b.add((k0 + kk) * ldb + j0);
-                    let row = &mut dst[kk * NR..(kk + 1) * NR];
-                    std::ptr::copy_nonoverlapping(src, row.as_mut_ptr(), w);
+            // Pack B[k0..k0+kc, :] into column panels of NR, zero-padded,
+            // a row of B at a time: each row is then read once, front to
+            // back. Panel by panel, the packing read every row's next 192
+            // bytes in turn, kc streams a whole row apart, which the
+            // hardware prefetchers do not follow (the copy then had 27% of
+            // a one-thread 1x1 Conv's samples, 64 x 3136 per image; paired
+            // runs of the two orders on a Zen 4 EPYC, medians of 8 and 12
+            // pairs: 1.05 and 1.17x as fast on one thread, 1.09 and 1.12x
+            // on two).
+            for kk in 0..kc {
+                let src = b.add((k0 + kk) * ldb);
+                for p in 0..n_panels {
+                    let j0 = p * NR;
+                    let w = NR.min(n - j0);
+                    let row = &mut pb[(p * kc + kk) * NR..(p * kc + kk + 1) * NR];
+                    std::ptr::copy_nonoverlapping(src.add(j0), row.as_mut_ptr(), w);
                     row[w..].fill(0.0);
                 }
             }
