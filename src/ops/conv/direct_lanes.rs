@@ -15,12 +15,23 @@
 //! on the way out (the tile holds channels by position, the output planes
 //! position by channel), which long reductions amortise.
 //!
-//! Numerical contract: the same as `direct.rs`, each output is its bias,
-//! then the products of its (input channel, tap) pairs accumulated in that
-//! order in f32 with FMA (one rounding per multiply-add).
+//! Tiles are cut from boxes of positions that read the same kernel taps
+//! inside the input (`tile_plan.rs`), and a tile runs only the taps some
+//! of its positions read: the border positions skip the products with the
+//! zero padding.
+//!
+//! Numerical contract: each output is its bias, then the products of its
+//! (input channel, tap) pairs accumulated in that order in f32 with FMA
+//! (one rounding per multiply-add), as in `direct.rs`, except that pairs
+//! whose input is padding for every position of the tile are left out when
+//! every weight is finite: each of those products is a zero, so leaving it
+//! out changes no bit but the sign of a zero sum (`-0` where adding `+0`
+//! gives `+0`). With an infinite or NaN weight every pair is multiplied,
+//! padding zeros included.
 
 use super::direct::Layout;
 use super::packing::LaneWeights;
+use super::tile_plan::{Rows, TilePlan};
 use super::*;
 use std::mem::MaybeUninit;
 
@@ -82,44 +93,6 @@ const STREAMED_WEIGHT_BYTES: usize = 40 << 10;
 /// asked for.
 const WEIGHTS_AHEAD: usize = 16;
 
-/// The grid indices (in `layout`'s phase planes) of the `count` output
-/// positions from `p`: one division per axis for the first, then an
-/// odometer that turns once per output row (a perf profile of the 7x7
-/// stride-2 layer on two threads: the kernel's own code outside the tile
-/// fell from 2.9% to 1.7% of the samples against a turn per position).
-fn grid_indices(g: &Geometry, layout: &Layout, p: usize, count: usize) -> Vec<usize> {
-    let d = g.out_spatial.len();
-    let mut stride = vec![1usize; d];
-    for a in (0..d.saturating_sub(1)).rev() {
-        stride[a] = stride[a + 1] * layout.q[a + 1];
-    }
-    let mut coord = vec![0usize; d];
-    let (mut rest, mut index) = (p, 0);
-    for a in (0..d).rev() {
-        coord[a] = rest % g.out_spatial[a];
-        rest /= g.out_spatial[a];
-        index += coord[a] * stride[a];
-    }
-    let mut out = Vec::with_capacity(count.next_multiple_of(POSITIONS));
-    // A run along the last axis at a time: its indices are consecutive
-    // (that axis's grid stride is 1), so the odometer turns once per row.
-    while out.len() < count {
-        let mut a = d - 1;
-        let run = (g.out_spatial[a] - coord[a]).min(count - out.len());
-        out.extend(index..index + run);
-        coord[a] += run;
-        index += run;
-        while coord[a] == g.out_spatial[a] && a > 0 {
-            index -= coord[a] * stride[a];
-            coord[a] = 0;
-            a -= 1;
-            coord[a] += 1;
-            index += stride[a];
-        }
-    }
-    out
-}
-
 /// The convolution of `x` into `y` (uninitialised, `batch x out_channels x
 /// out_size`), every element written once. `w` holds the weights packed
 /// for `g` (`LaneWeights::fits`). Call from a rayon pool thread; `isa` is
@@ -138,10 +111,15 @@ pub(super) fn conv_direct_lanes(
         "the channel-lane Conv kernel runs on AVX-512F or AVX2 with FMA, not {isa:?}"
     );
     let (cg, mg) = (g.in_channels / g.group, g.out_channels / g.group);
-    let kdim = cg * layout.taps.len();
+    let ntaps = layout.taps.len();
+    let kdim = cg * ntaps;
     let blocks = mg.div_ceil(BLOCK);
     let os = g.out_size();
-    let tiles = os.div_ceil(POSITIONS);
+    // Which positions each tile holds and which taps it runs: those that
+    // read the input for some position of the tile (`tile_plan.rs`).
+    let skip = w.finite() && super::tile_plan::long_reduction(g);
+    let plan = TilePlan::new(g, layout, POSITIONS, skip);
+    let tiles = plan.tiles.len();
     // Work items: a range of tiles times a range of blocks, about eight
     // per thread, the tile ranges shrinking from the first to the last
     // (`guided_cut`). Paired runs on two threads against equal ranges
@@ -150,19 +128,23 @@ pub(super) fn conv_direct_lanes(
     // eight, four alike.
     let want = 8 * threads();
     let block_items = want.div_ceil(g.group).clamp(1, blocks.max(1));
-    let tile_items = want.div_ceil(block_items * g.group).clamp(1, tiles);
+    let tile_items = want.div_ceil(block_items * g.group).clamp(1, tiles.max(1));
     let bc = blocks.div_ceil(block_items);
     let block_items = blocks.div_ceil(bc);
     let tile_cut = |i: usize| guided_cut(tiles, tile_items, i);
-    // Chunks of the reduction whose weights stay in L2 while a group of
-    // tiles runs over them.
-    // Chunks of the reduction whose weights stay in cache while a group of
-    // tiles runs over them: L2 with AVX-512, L1 per tile with AVX2.
+    // Chunks of whole input channels whose weights stay in cache while a
+    // group of tiles runs over them: L2 with AVX-512, L1 per tile with
+    // AVX2.
     let chunk_bytes = match isa {
         Isa::Avx512 => CHUNK_WEIGHT_BYTES,
         _ => CHUNK_WEIGHT_BYTES_AVX2,
     };
-    let chunk = (chunk_bytes / (BLOCK * 4)).clamp(1, kdim.max(1));
+    let chunk = (chunk_bytes / (BLOCK * 4) / ntaps.max(1)).clamp(1, cg.max(1));
+    // With no input channels a tile still runs once, from the biases.
+    let chunks: Vec<std::ops::Range<usize>> = (0..cg.max(1))
+        .step_by(chunk)
+        .map(|c0| c0..(c0 + chunk).min(cg))
+        .collect();
     let streamed = kdim * BLOCK * std::mem::size_of::<f32>() > STREAMED_WEIGHT_BYTES;
     // The channels one tile computes, its kernel and the write-out's.
     let (tile, write_out): (TileFn, WriteFn) = match (isa, streamed) {
@@ -212,47 +194,46 @@ pub(super) fn conv_direct_lanes(
             let bi = (item / tile_items) % block_items;
             let gi = item / tile_items / block_items;
             let xg = buf[gi * cg * layout.chan..].as_ptr();
-            // The item's positions, and each one's base in the grid (the
-            // last repeated to fill the last tile).
-            let (p0, p1) = (
-                tile_cut(ti) * POSITIONS,
-                (tile_cut(ti + 1) * POSITIONS).min(os),
-            );
-            if p0 >= p1 {
+            let (t0, t1) = (tile_cut(ti), tile_cut(ti + 1));
+            if t0 >= t1 {
                 return;
             }
-            let item_tiles = (p1 - p0).div_ceil(POSITIONS);
-            let mut bases = grid_indices(g, layout, p0, p1 - p0);
-            bases.resize(item_tiles * POSITIONS, bases[bases.len() - 1]);
             // One group's sums, position by position, BLOCK channels each:
             // every tile writes its rows before anything reads them.
             let mut sums = Vec::<f32>::with_capacity(GROUP_TILES * POSITIONS * BLOCK);
             let sums = sums.as_mut_ptr();
+            // Each group's output positions, one per row of its sums
+            // (`usize::MAX` for a short tile's repeats), and the places in
+            // a plane whose lines it writes.
+            let groups: Vec<(Rows, Vec<usize>)> = (t0..t1)
+                .step_by(GROUP_TILES)
+                .map(|g0| {
+                    let rows = plan.rows(g0..(g0 + GROUP_TILES).min(t1));
+                    (rows, rows.line_starts())
+                })
+                .collect();
             for b in bi * bc..((bi + 1) * bc).min(blocks) {
                 let wb = w.block(gi, b);
                 let bb = biases[(gi * blocks + b) * BLOCK..].as_ptr();
                 let channels = (mg - b * BLOCK).min(BLOCK);
-                for (gt, group_bases) in bases.chunks(GROUP_TILES * POSITIONS).enumerate() {
-                    let q0 = p0 + gt * GROUP_TILES * POSITIONS;
-                    let count = (p1 - q0).min(GROUP_TILES * POSITIONS);
-                    let plane0 = yp
-                        .get()
-                        .wrapping_add((n * g.out_channels + gi * mg + b * BLOCK) * os + q0);
+                let plane0 = yp
+                    .get()
+                    .wrapping_add((n * g.out_channels + gi * mg + b * BLOCK) * os);
+                for (gt, (rows, lines)) in groups.iter().enumerate() {
+                    let g0 = t0 + gt * GROUP_TILES;
+                    let group_tiles = (t1 - g0).min(GROUP_TILES);
                     // The output lines the group will write, handed out
                     // over its tiles' first chunk, one per (channel, tap)
                     // step: the write-out then finds them in cache instead
                     // of waiting on 64 planes' misses, and no burst of
                     // prefetches stalls on the line fill buffers.
-                    let lines = Lines {
+                    let asks = Asks {
                         plane0,
                         os,
-                        count,
-                        per_channel: count / 16 + 1,
+                        lines,
                         channels: 0..0,
                     };
-                    let group_tiles = group_bases.len() / POSITIONS;
-                    for k0 in (0..kdim).step_by(chunk) {
-                        let k1 = (k0 + chunk).min(kdim);
+                    for (k, part) in chunks.iter().enumerate() {
                         // The block's channels `span` at a time (all at
                         // once with AVX-512), each over every tile of the
                         // group, so that an AVX2 span's chunk of weights
@@ -264,32 +245,40 @@ pub(super) fn conv_direct_lanes(
                         // stride-2 layer alike. The first span's tiles ask
                         // for the output lines.
                         for c0 in (0..channels).step_by(span) {
-                            for (t, base) in group_bases.chunks_exact(POSITIONS).enumerate() {
-                                let ask = Lines {
-                                    channels: if k0 == 0 && c0 == 0 {
+                            for t in 0..group_tiles {
+                                let ask = Asks {
+                                    channels: if k == 0 && c0 == 0 {
                                         channels * t / group_tiles..channels * (t + 1) / group_tiles
                                     } else {
                                         0..0
                                     },
-                                    ..lines
+                                    ..asks.clone()
                                 };
-                                // SAFETY: the CPU has `isa` (asserted above);
-                                // every base plus every shift lies inside the
-                                // buffer (a position's base is at most the
-                                // grid's last computed position, which
-                                // `Layout::len` covers with its reach); the
-                                // block holds `kdim` entries of BLOCK weights,
-                                // the biases BLOCK values and `sums`
-                                // GROUP_TILES tiles of POSITIONS x BLOCK, of
-                                // which the tile covers `span` channels from
-                                // `c0`.
+                                let class = &plan.classes[plan.tiles[g0 + t].0];
+                                // SAFETY: the CPU has `isa` (asserted
+                                // above); every base plus every shift of
+                                // every channel of the part lies inside
+                                // the buffer (a position's base is at most
+                                // the grid's last computed position, which
+                                // `Layout::len` covers with its reach);
+                                // the span holds `kdim` entries of `span`
+                                // weights, the biases BLOCK values and
+                                // `sums` GROUP_TILES tiles of POSITIONS x
+                                // BLOCK, of which the tile covers `span`
+                                // channels from `c0`.
                                 unsafe {
                                     tile(
-                                        xg,
-                                        base,
-                                        &shifts[k0..k1],
-                                        wb[c0 * kdim + k0 * span..].as_ptr(),
-                                        (k0 == 0).then_some(bb.add(c0)),
+                                        Reduction {
+                                            x: xg,
+                                            bases: plan.bases(g0 + t),
+                                            chan: layout.chan,
+                                            channels: part.clone(),
+                                            taps: class,
+                                            ntaps,
+                                            shifts: &shifts,
+                                            w: wb[c0 * kdim..].as_ptr(),
+                                        },
+                                        (k == 0).then_some(bb.add(c0)),
                                         sums.add(t * POSITIONS * BLOCK + c0),
                                         &ask,
                                     )
@@ -298,11 +287,11 @@ pub(super) fn conv_direct_lanes(
                         }
                     }
                     // SAFETY: the CPU has `isa`; the group's tiles wrote
-                    // its `count` positions (rounded up to whole tiles) to
-                    // `sums`, every channel up to `channels` rounded up to
-                    // `span`; this item alone writes these channels at
-                    // these positions of the output planes.
-                    unsafe { write_out(sums, count, channels, plane0, os) };
+                    // every row of `rows` to `sums`, every channel up to
+                    // `channels` rounded up to `span`; this item alone
+                    // writes these channels at these positions of the
+                    // output planes.
+                    unsafe { write_out(sums, rows, channels, plane0, os) };
                 }
             }
         });
@@ -310,6 +299,24 @@ pub(super) fn conv_direct_lanes(
     if !unpadded {
         super::direct::keep_buffer(buf);
     }
+}
+
+/// What a tile reduces over: for each channel of `channels`, each of
+/// `taps` (its shift within a channel, `chan` elements long, and its index
+/// among the kernel's `ntaps`), from each of the tile's `bases` in the
+/// buffer `x`, against the weights of entry `c * ntaps + tap` of `w`.
+/// `shifts` holds every entry's shift (`c * chan` plus its tap's), for
+/// the tiles that run every tap.
+#[derive(Clone)]
+struct Reduction<'a> {
+    x: *const f32,
+    bases: &'a [usize],
+    chan: usize,
+    channels: std::ops::Range<usize>,
+    taps: &'a [(usize, usize)],
+    ntaps: usize,
+    shifts: &'a [usize],
+    w: *const f32,
 }
 
 /// Where item `i` of `items` starts in `0..total` (`i == items`: the end):
@@ -321,23 +328,75 @@ fn guided_cut(total: usize, items: usize, i: usize) -> usize {
     total * done / (n * (n + 1) / 2)
 }
 
-/// Runs a tile's `$step!(shift)` over `$shifts`, asking for one of the
-/// `$prefetch` lines (for writing) per step while there are some, then
-/// for the rest. A macro rather than a function so that both tiles'
-/// inner loops stay their own code, with their instruction sets.
-#[cfg(target_arch = "x86_64")]
-macro_rules! steps_asking {
-    ($shifts:expr, $prefetch:expr, $step:ident) => {
-        let mut ask = $prefetch.walk();
-        let (first, rest) = $shifts.split_at(ask.len().min($shifts.len()));
-        for &s in first {
-            if let Some(line) = ask.next() {
-                _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
+/// The output lines a tile asks for while it runs: in each plane of
+/// `channels` (from `plane0`, `os` apart), the line of each of `lines`.
+#[derive(Clone)]
+struct Asks<'a> {
+    plane0: *mut f32,
+    os: usize,
+    lines: &'a [usize],
+    channels: std::ops::Range<usize>,
+}
+
+impl Asks<'_> {
+    /// How many lines it asks for.
+    fn len(&self) -> usize {
+        self.channels.len() * self.lines.len()
+    }
+
+    /// One address in each line, plane by plane.
+    fn walk(&self) -> impl Iterator<Item = *const f32> + '_ {
+        let (mut c, mut l) = (self.channels.start, 0);
+        std::iter::from_fn(move || {
+            if c >= self.channels.end || self.lines.is_empty() {
+                return None;
             }
-            $step!(s);
-        }
-        for &s in rest {
-            $step!(s);
+            let at = self.plane0.wrapping_add(c * self.os + self.lines[l]) as *const f32;
+            l += 1;
+            if l == self.lines.len() {
+                (c, l) = (c + 1, 0);
+            }
+            Some(at)
+        })
+    }
+}
+
+/// Runs a tile's `$step!(shift, weights)` over its reduction `$r`, a
+/// channel at a time and within it each of the taps, asking for one of the
+/// `$ask` lines (for writing) per step while there are some. A macro rather
+/// than a function so that both tiles' inner loops stay their own code,
+/// with their instruction sets.
+#[cfg(target_arch = "x86_64")]
+macro_rules! reduce {
+    ($r:expr, $span:expr, $ask:expr, $step:ident) => {
+        let mut ask = $ask.walk();
+        if $r.taps.len() == $r.ntaps {
+            // Every tap: the steps are consecutive entries, one flat loop.
+            let steps = &$r.shifts[$r.channels.start * $r.ntaps..$r.channels.end * $r.ntaps];
+            let (first, rest) = steps.split_at($ask.len().min(steps.len()));
+            let mut wp = $r.w.add($r.channels.start * $r.ntaps * $span);
+            for &s in first {
+                if let Some(line) = ask.next() {
+                    _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
+                }
+                $step!(s, wp);
+                wp = wp.add($span);
+            }
+            for &s in rest {
+                $step!(s, wp);
+                wp = wp.add($span);
+            }
+        } else {
+            for c in $r.channels.clone() {
+                let xc = c * $r.chan;
+                let wc = $r.w.add(c * $r.ntaps * $span);
+                for &(shift, t) in $r.taps {
+                    if let Some(line) = ask.next() {
+                        _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
+                    }
+                    $step!(xc + shift, wc.add(t * $span));
+                }
+            }
         }
         for line in ask {
             _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
@@ -345,26 +404,24 @@ macro_rules! steps_asking {
     };
 }
 
-/// One AVX-512 register tile: BLOCK output channels x POSITIONS positions, from the
-/// biases (the first chunk) or `sums` (the partial sums of the earlier
-/// chunks) through the chunk's (channel, tap) shifts, into `sums` by
-/// position; one of the `prefetch` lines is asked for (for writing) per
-/// shift, and with `STREAMED` the weights [`WEIGHTS_AHEAD`] steps on.
+/// One AVX-512 register tile: BLOCK output channels x POSITIONS positions,
+/// from the biases (the first chunk) or `sums` (the partial sums of the
+/// earlier chunks) through the chunk's steps `r`, into `sums` by
+/// position; one of the `ask` lines is asked for (for writing) per step,
+/// and with `STREAMED` the weights [`WEIGHTS_AHEAD`] entries on.
 ///
 /// # Safety
-/// AVX-512F; `bases` holds POSITIONS values, `x + base + shift` in bounds
-/// for every base and shift; `w` holds `shifts.len() * BLOCK` values,
-/// `bias` BLOCK and `sums` POSITIONS x BLOCK.
+/// AVX-512F; `r.bases` holds POSITIONS values, `r.x + base + c * r.chan +
+/// shift` in bounds for every base, channel and tap; `r.w` holds `(c + 1)
+/// * r.ntaps * BLOCK` values for the last channel `c`, `bias` BLOCK and
+/// `sums` POSITIONS x BLOCK.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn tile512<const STREAMED: bool>(
-    x: *const f32,
-    bases: &[usize],
-    shifts: &[usize],
-    w: *const f32,
+    r: Reduction,
     bias: Option<*const f32>,
     sums: *mut f32,
-    prefetch: &Lines,
+    ask: &Asks,
 ) {
     use std::arch::x86_64::*;
     let mut acc: [[__m512; VECS]; POSITIONS] = match bias {
@@ -373,10 +430,10 @@ unsafe fn tile512<const STREAMED: bool>(
             std::array::from_fn(|v| _mm512_loadu_ps(sums.add(i * BLOCK + v * 16)))
         }),
     };
-    let xp: [*const f32; POSITIONS] = std::array::from_fn(|i| x.add(bases[i]));
-    let mut wp = w;
+    let xp: [*const f32; POSITIONS] = std::array::from_fn(|i| r.x.add(r.bases[i]));
     macro_rules! step {
-        ($s:expr) => {
+        ($s:expr, $wp:expr) => {
+            let wp: *const f32 = $wp;
             if STREAMED {
                 // A hint only: past the block's end it asks for nothing
                 // that is read, and never faults.
@@ -385,17 +442,17 @@ unsafe fn tile512<const STREAMED: bool>(
                     _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(64 * line));
                 }
             }
+            let s = $s;
             let wv: [__m512; VECS] = std::array::from_fn(|v| _mm512_loadu_ps(wp.add(v * 16)));
             for (i, row) in acc.iter_mut().enumerate() {
-                let xv = _mm512_set1_ps(*xp[i].add($s));
+                let xv = _mm512_set1_ps(*xp[i].add(s));
                 for v in 0..VECS {
                     row[v] = _mm512_fmadd_ps(wv[v], xv, row[v]);
                 }
             }
-            wp = wp.add(BLOCK);
         };
     }
-    steps_asking!(shifts, prefetch, step);
+    reduce!(r, BLOCK, ask, step);
     for (i, row) in acc.iter().enumerate() {
         for (v, a) in row.iter().enumerate() {
             _mm512_storeu_ps(sums.add(i * BLOCK + v * 16), *a);
@@ -404,27 +461,18 @@ unsafe fn tile512<const STREAMED: bool>(
 }
 
 /// [`tile512`]'s twin for AVX2 with FMA: 16 output channels (the ones from
-/// `w`, `bias` and `sums`, whose rows are still BLOCK apart) x POSITIONS
+/// `r.w`, `bias` and `sums`, whose rows are still BLOCK apart) x POSITIONS
 /// positions, the same operations in the same order, so the two give
 /// bit-identical sums. Its weights are a span of 16 (`span`); the chunk's
 /// are in L1 or L2 ([`CHUNK_WEIGHT_BYTES_AVX2`]), so it asks for none
 /// ahead.
 ///
 /// # Safety
-/// AVX2 and FMA; `bases` holds POSITIONS values, `x + base + shift` in
-/// bounds for every base and shift; `w` holds `shifts.len()` rows of 16
-/// values, `bias` 16 values and `sums` POSITIONS rows of 16, BLOCK apart.
+/// AVX2 and FMA; `r` as for [`tile512`] with rows of 16 weights, `bias` 16
+/// values and `sums` POSITIONS rows of 16, BLOCK apart.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn tile256(
-    x: *const f32,
-    bases: &[usize],
-    shifts: &[usize],
-    w: *const f32,
-    bias: Option<*const f32>,
-    sums: *mut f32,
-    prefetch: &Lines,
-) {
+unsafe fn tile256(r: Reduction, bias: Option<*const f32>, sums: *mut f32, ask: &Asks) {
     use std::arch::x86_64::*;
     let mut acc: [[__m256; VECS_AVX2]; POSITIONS] = match bias {
         Some(bias) => [std::array::from_fn(|v| _mm256_loadu_ps(bias.add(v * 8))); POSITIONS],
@@ -432,21 +480,20 @@ unsafe fn tile256(
             std::array::from_fn(|v| _mm256_loadu_ps(sums.add(i * BLOCK + v * 8)))
         }),
     };
-    let xp: [*const f32; POSITIONS] = std::array::from_fn(|i| x.add(bases[i]));
-    let mut wp = w;
+    let xp: [*const f32; POSITIONS] = std::array::from_fn(|i| r.x.add(r.bases[i]));
     macro_rules! step {
-        ($s:expr) => {
+        ($s:expr, $wp:expr) => {
+            let (s, wp): (usize, *const f32) = ($s, $wp);
             let wv: [__m256; VECS_AVX2] = std::array::from_fn(|v| _mm256_loadu_ps(wp.add(v * 8)));
             for (i, row) in acc.iter_mut().enumerate() {
-                let xv = _mm256_set1_ps(*xp[i].add($s));
+                let xv = _mm256_set1_ps(*xp[i].add(s));
                 for v in 0..VECS_AVX2 {
                     row[v] = _mm256_fmadd_ps(wv[v], xv, row[v]);
                 }
             }
-            wp = wp.add(VECS_AVX2 * 8);
         };
     }
-    steps_asking!(shifts, prefetch, step);
+    reduce!(r, VECS_AVX2 * 8, ask, step);
     for (i, row) in acc.iter().enumerate() {
         for (v, a) in row.iter().enumerate() {
             _mm256_storeu_ps(sums.add(i * BLOCK + v * 8), *a);
@@ -455,66 +502,58 @@ unsafe fn tile256(
 }
 
 /// A register tile, with or without the weights asked for ahead.
-type TileFn =
-    unsafe fn(*const f32, &[usize], &[usize], *const f32, Option<*const f32>, *mut f32, &Lines);
+type TileFn = unsafe fn(Reduction, Option<*const f32>, *mut f32, &Asks);
 /// A write-out of a group's sums to the output planes.
-type WriteFn = unsafe fn(*const f32, usize, usize, *mut f32, usize);
+type WriteFn = unsafe fn(*const f32, &Rows, usize, *mut f32, usize);
 
-/// Output lines of a group of tiles: `count` positions from `plane0` in
-/// the planes of `channels`, `os` apart.
-#[derive(Clone)]
-struct Lines {
-    plane0: *mut f32,
-    os: usize,
-    count: usize,
-    /// Lines asked for per channel: every 16th position (one line apart)
-    /// and the last, which covers the line the run ends in.
-    per_channel: usize,
-    channels: std::ops::Range<usize>,
-}
-
-impl Lines {
-    /// One address in each line, in order.
-    fn walk(&self) -> impl ExactSizeIterator<Item = *const f32> + '_ {
-        let n = self.channels.len() * self.per_channel;
-        (0..n).map(move |k| {
-            let (c, l) = (
-                self.channels.start + k / self.per_channel,
-                k % self.per_channel,
-            );
-            let i = (16 * l).min(self.count - 1);
-            self.plane0.wrapping_add(c * self.os + i) as *const f32
-        })
-    }
-}
-
-/// Writes `count` positions of sums (position by position, BLOCK channels
-/// each) to the first `channels` output planes from `plane0`, `os` apart,
-/// 16 positions x 16 channels at a time through an in-register transpose.
+/// Writes a group's sums (position by position, BLOCK channels each, row
+/// `i` for output position `rows[i]`, none for `usize::MAX`) to the first
+/// `channels` output planes from `plane0`, `os` apart, 16 positions x 16
+/// channels at a time through an in-register transpose, each run of
+/// consecutive positions among the 16 by one masked store.
 ///
 /// # Safety
-/// AVX-512F; `sums` holds `count` rows of BLOCK; the planes hold `count`
-/// positions from `plane0` for each channel.
+/// AVX-512F; `sums` holds `rows.len()` rows of BLOCK; every position of
+/// `rows` lies in the planes.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn transpose_out512(
     sums: *const f32,
-    count: usize,
+    rows: &Rows,
     channels: usize,
     plane0: *mut f32,
     os: usize,
 ) {
     use std::arch::x86_64::*;
-    for q in (0..count).step_by(16) {
-        let n = (count - q).min(16);
-        let mask: __mmask16 = if n == 16 { 0xffff } else { (1u16 << n) - 1 };
+    for q in (0..rows.len()).step_by(16) {
+        let n = (rows.len() - q).min(16);
+        let mut runs = [(0, 0, 0); 16];
+        let nr = rows.lane_runs(q, 16, &mut runs);
+        let mask = |k: usize| {
+            let (lo, hi, _): (usize, usize, usize) = runs[k];
+            (((1u32 << hi) - 1) & !((1u32 << lo) - 1)) as __mmask16
+        };
         for c0 in (0..channels).step_by(16) {
-            // Rows past the count repeat the last; their lanes are masked.
+            // Rows past the count repeat the last; no run stores them.
             let r: [__m512; 16] =
                 std::array::from_fn(|i| _mm512_loadu_ps(sums.add((q + i.min(n - 1)) * BLOCK + c0)));
             let cols = transpose16(r);
+            if nr == 1 && runs[0].0 == 0 {
+                // One run from the first lane: a store per channel.
+                let (at, m) = (plane0.add(runs[0].2), mask(0));
+                for (c, col) in cols.iter().enumerate().take(channels - c0) {
+                    _mm512_mask_storeu_ps(at.add((c0 + c) * os), m, *col);
+                }
+                continue;
+            }
             for (c, col) in cols.iter().enumerate().take(channels - c0) {
-                _mm512_mask_storeu_ps(plane0.add((c0 + c) * os + q), mask, *col);
+                let plane = plane0.add((c0 + c) * os);
+                for (k, &(lo, _, at)) in runs[..nr].iter().enumerate() {
+                    // Lane `lo` lands on `at`; the lanes before it are
+                    // masked off, so they touch nothing, even before the
+                    // plane.
+                    _mm512_mask_storeu_ps(plane.wrapping_add(at).wrapping_sub(lo), mask(k), *col);
+                }
             }
         }
     }
@@ -567,33 +606,45 @@ unsafe fn transpose16(r: [std::arch::x86_64::__m512; 16]) -> [std::arch::x86_64:
 /// channels up to `channels` rounded up to 8 read from `sums`.
 ///
 /// # Safety
-/// AVX2; `sums` holds `count` rows of BLOCK; the planes hold `count`
-/// positions from `plane0` for each channel.
+/// AVX2; `sums` holds `rows.len()` rows of BLOCK; every position of `rows`
+/// lies in the planes.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn transpose_out256(
     sums: *const f32,
-    count: usize,
+    rows: &Rows,
     channels: usize,
     plane0: *mut f32,
     os: usize,
 ) {
     use std::arch::x86_64::*;
     let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    for q in (0..count).step_by(8) {
-        let n = (count - q).min(8);
-        let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(n as i32), lane);
+    for q in (0..rows.len()).step_by(8) {
+        let n = (rows.len() - q).min(8);
+        let mut runs = [(0, 0, 0); 16];
+        let nr = rows.lane_runs(q, 8, &mut runs);
+        let masks: [__m256i; 8] = std::array::from_fn(|k| {
+            let (lo, hi, _) = runs[k];
+            _mm256_and_si256(
+                _mm256_cmpgt_epi32(_mm256_set1_epi32(hi as i32), lane),
+                _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(lo as i32 - 1)),
+            )
+        });
         for c0 in (0..channels).step_by(8) {
-            // Rows past the count repeat the last; their lanes are masked.
+            // Rows past the count repeat the last; no run stores them.
             let r: [__m256; 8] =
                 std::array::from_fn(|i| _mm256_loadu_ps(sums.add((q + i.min(n - 1)) * BLOCK + c0)));
             let cols = transpose8(r);
             for (c, col) in cols.iter().enumerate().take(channels - c0) {
-                let at = plane0.add((c0 + c) * os + q);
-                if n == 8 {
-                    _mm256_storeu_ps(at, *col);
-                } else {
-                    _mm256_maskstore_ps(at, mask, *col);
+                let plane = plane0.add((c0 + c) * os);
+                for (k, &(lo, hi, at)) in runs[..nr].iter().enumerate() {
+                    let at = plane.wrapping_add(at).wrapping_sub(lo);
+                    if hi - lo == 8 {
+                        _mm256_storeu_ps(at, *col);
+                    } else {
+                        // Masked lanes are neither written nor faulted on.
+                        _mm256_maskstore_ps(at, masks[k], *col);
+                    }
                 }
             }
         }
@@ -637,7 +688,7 @@ unsafe fn transpose8(r: [std::arch::x86_64::__m256; 8]) -> [std::arch::x86_64::_
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn transpose_out512(_: *const f32, _: usize, _: usize, _: *mut f32, _: usize) {
+unsafe fn transpose_out512(_: *const f32, _: &Rows, _: usize, _: *mut f32, _: usize) {
     unreachable!("the channel-lane kernel is only chosen on x86-64")
 }
 
@@ -646,26 +697,15 @@ use transpose_out512 as transpose_out256;
 
 #[cfg(not(target_arch = "x86_64"))]
 unsafe fn tile512<const STREAMED: bool>(
-    _: *const f32,
-    _: &[usize],
-    _: &[usize],
-    _: *const f32,
+    _: Reduction,
     _: Option<*const f32>,
     _: *mut f32,
-    _: &Lines,
+    _: &Asks,
 ) {
     unreachable!("the channel-lane kernel is only chosen on x86-64")
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn tile256(
-    _: *const f32,
-    _: &[usize],
-    _: &[usize],
-    _: *const f32,
-    _: Option<*const f32>,
-    _: *mut f32,
-    _: &Lines,
-) {
+unsafe fn tile256(_: Reduction, _: Option<*const f32>, _: *mut f32, _: &Asks) {
     unreachable!("the channel-lane kernel is only chosen on x86-64")
 }

@@ -83,6 +83,8 @@ pub(crate) struct BlockedWeights<const B: usize> {
     data: Vec<f32>,
     /// Where the packed values start in `data`.
     start: usize,
+    /// Every weight is finite: a product with a padding zero is a zero.
+    finite: bool,
 }
 
 /// For `direct.rs`: blocks of its register tile's output channels.
@@ -112,6 +114,7 @@ impl<const B: usize> BlockedWeights<B> {
         let mg = out_channels / group;
         let blocks = mg.div_ceil(B);
         let len = group * blocks * kdim * B;
+        let finite = w[..out_channels * kdim].iter().all(|v| v.is_finite());
         let mut data = vec![0f32; len + 15];
         let start = data.as_ptr().align_offset(64).min(15);
         let packed = &mut data[start..start + len];
@@ -142,7 +145,14 @@ impl<const B: usize> BlockedWeights<B> {
             span,
             data,
             start,
+            finite,
         }
+    }
+
+    /// True when every weight is finite (so a kernel may leave out their
+    /// products with padding zeros).
+    pub(crate) fn finite(&self) -> bool {
+        self.finite
     }
 
     /// Channels per span of a block.

@@ -855,3 +855,224 @@ fn bad_shapes_and_attributes_are_rejected() {
             .contains("attribute 'group': must be at least 1")
     );
 }
+
+/// The output positions of a run of tiles' sums, rows of none left out.
+fn plan_positions(rows: tile_plan::Rows) -> Vec<usize> {
+    match rows {
+        tile_plan::Rows::Run { first, count } => (first..first + count).collect(),
+        tile_plan::Rows::Listed(r) => r.iter().copied().filter(|&p| p != usize::MAX).collect(),
+    }
+}
+
+/// A tile plan holds every output position once, at its own base in the
+/// grid, and its tile runs every tap the position reads inside the input
+/// (so a tap it leaves out reads padding for all of its positions); with
+/// skipping off there is one class of every tap. Random geometries of
+/// every rank, stride, dilation and padding.
+#[test]
+fn tile_plans_hold_every_position_and_every_tap_it_reads() {
+    let mut r = Rng::new(0x5DEECE66D);
+    let mut skipped = 0;
+    for case in 0..400 {
+        let Some(g) = random_geometry(&mut r) else {
+            continue;
+        };
+        let layout = direct::Layout::new(&g);
+        let d = g.out_spatial.len();
+        for skip in [false, true] {
+            let plan = tile_plan::TilePlan::new(&g, &layout, 6, skip);
+            if g.out_size() == 0 {
+                assert!(plan.tiles.is_empty(), "case {case}");
+                continue;
+            }
+            if !skip {
+                assert!(
+                    plan.classes.iter().all(|c| c.len() == layout.taps.len()),
+                    "case {case}"
+                );
+            }
+            let mut seen = vec![0u32; g.out_size()];
+            for t in 0..plan.tiles.len() {
+                let (class, real) = plan.tiles[t];
+                let taps = &plan.classes[class];
+                let positions = plan_positions(plan.rows(t..t + 1));
+                assert_eq!(positions.len(), real, "case {case} tile {t}");
+                for (i, &p) in positions.iter().enumerate() {
+                    seen[p] += 1;
+                    // The position's coordinates and grid base.
+                    let mut o = vec![0; d];
+                    let mut rest = p;
+                    for a in (0..d).rev() {
+                        o[a] = rest % g.out_spatial[a];
+                        rest /= g.out_spatial[a];
+                    }
+                    let base = (0..d).fold(0, |acc, a| acc * layout.q[a] + o[a]);
+                    assert_eq!(plan.bases(t)[i], base, "case {case} tile {t}");
+                    let mut k = vec![0; d];
+                    for (tap, &shift) in layout.taps.iter().enumerate() {
+                        let inside = (0..d).all(|a| {
+                            let at = (o[a] * g.strides[a] + k[a] * g.dilations[a]) as i64
+                                - g.pads_begin[a] as i64;
+                            at >= 0 && at < g.in_spatial[a] as i64
+                        });
+                        if inside {
+                            assert!(
+                                taps.contains(&(shift, tap)),
+                                "case {case}: tile {t} leaves out tap {tap}, which position {p} reads ({g:?})"
+                            );
+                        }
+                        for a in (0..d).rev() {
+                            k[a] += 1;
+                            if k[a] < g.kernel[a] || a == 0 {
+                                break;
+                            }
+                            k[a] = 0;
+                        }
+                    }
+                }
+                skipped += usize::from(taps.len() < layout.taps.len());
+            }
+            assert!(
+                seen.iter().all(|&n| n == 1),
+                "case {case}, skip {skip}: {seen:?}"
+            );
+        }
+    }
+    assert!(skipped > 100, "only {skipped} tiles left a tap out");
+}
+
+/// Geometries whose reductions are long enough for the channel-lane
+/// kernels to skip the padding's taps (`tile_plan::long_reduction`), met
+/// against the f64 reference on both instruction sets: every rank, unit
+/// and larger strides, dilation, uneven padding, padding wide enough that
+/// some outputs read no input at all, groups, out channels off the block.
+#[test]
+fn channel_lane_kernels_skipping_padding_meet_the_rounding_bound() {
+    let mut r = Rng::new(0x2545F4914F6CDD1D);
+    // X, W, pads, strides, dilations, group.
+    type Case = (
+        &'static [usize],
+        &'static [usize],
+        Vec<i64>,
+        Vec<i64>,
+        Vec<i64>,
+        i64,
+    );
+    let cases: [Case; 6] = [
+        (
+            &[1, 128, 7, 9],
+            &[64, 128, 3, 3],
+            vec![1, 1, 1, 1],
+            vec![1, 1],
+            vec![1, 1],
+            1,
+        ),
+        (
+            &[1, 120, 11, 10],
+            &[64, 120, 3, 3],
+            vec![2, 0, 1, 3],
+            vec![2, 1],
+            vec![2, 2],
+            1,
+        ),
+        (
+            &[2, 400, 11],
+            &[70, 400, 3],
+            vec![2, 3],
+            vec![1],
+            vec![1],
+            1,
+        ),
+        (
+            &[1, 40, 4, 5, 3],
+            &[64, 40, 3, 3, 3],
+            vec![1, 1, 1, 1, 1, 1],
+            vec![1, 1, 1],
+            vec![1, 1, 1],
+            1,
+        ),
+        (
+            &[1, 256, 6, 6],
+            &[128, 128, 3, 3],
+            vec![1, 1, 1, 1],
+            vec![1, 1],
+            vec![1, 1],
+            2,
+        ),
+        (
+            &[1, 128, 5, 5],
+            &[64, 128, 3, 3],
+            vec![4, 4, 4, 4],
+            vec![1, 1],
+            vec![1, 1],
+            1,
+        ),
+    ];
+    let mut paths = Vec::new();
+    if Isa::Avx512.supported() {
+        paths.push(KernelPath::LanesAvx512);
+    }
+    if Isa::Avx2.supported() {
+        paths.push(KernelPath::LanesAvx2);
+    }
+    for (i, (x, w, pads, strides, dilations, group)) in cases.into_iter().enumerate() {
+        let attrs = ConvAttrs {
+            pads: Some(pads),
+            strides: Some(strides),
+            dilations: Some(dilations),
+            group,
+            ..Default::default()
+        };
+        let g = geometry(&attrs, x, w, None).unwrap();
+        assert!(
+            tile_plan::long_reduction(&g),
+            "case {i} is too short to skip"
+        );
+        let inputs = random_inputs(&g, &mut r);
+        for &path in &paths {
+            for with_bias in [true, false] {
+                let what = format!("long case {i}");
+                check_against_reference(&what, &g, &inputs, TILE_BYTES, path, with_bias);
+            }
+        }
+    }
+}
+
+/// An infinite weight times a padding zero is NaN, so with one the
+/// channel-lane kernels skip no tap: the border outputs it reaches through
+/// the padding are NaN, as the im2col path gives, and the interior ones
+/// infinite.
+#[test]
+fn channel_lane_kernels_multiply_padding_when_a_weight_is_infinite() {
+    let attrs = ConvAttrs {
+        pads: Some(vec![1, 1, 1, 1]),
+        ..Default::default()
+    };
+    let g = geometry(&attrs, &[1, 128, 6, 6], &[64, 128, 3, 3], None).unwrap();
+    assert!(tile_plan::long_reduction(&g));
+    let x = vec![1.0f32; 128 * 36];
+    let mut w = vec![0.01f32; 64 * 128 * 9];
+    // Output channel 0, input channel 0, the top left tap.
+    w[0] = f32::INFINITY;
+    let mut paths = vec![KernelPath::Portable];
+    for (path, isa) in [
+        (KernelPath::LanesAvx512, Isa::Avx512),
+        (KernelPath::LanesAvx2, Isa::Avx2),
+    ] {
+        if isa.supported() {
+            paths.push(path);
+        }
+    }
+    for path in paths {
+        let got = conv_on(&g, &x, &w, None, TILE_BYTES, path, Packs::default());
+        for (p, &v) in got[..36].iter().enumerate() {
+            let (oy, ox) = (p / 6, p % 6);
+            if oy == 0 || ox == 0 {
+                assert!(v.is_nan(), "{path:?}: position {p} gave {v}, not NaN");
+            } else {
+                assert_eq!(v, f32::INFINITY, "{path:?}: position {p}");
+            }
+        }
+        assert!(got[36..].iter().all(|v| v.is_finite()), "{path:?}");
+    }
+}
