@@ -119,7 +119,7 @@ pub(super) fn conv_direct_lanes(
     // read the input for some position of the tile (`tile_plan.rs`).
     let skip = w.finite() && super::tile_plan::long_reduction(g);
     let plan = TilePlan::new(g, layout, POSITIONS, skip);
-    let tiles = plan.tiles.len();
+    let tiles = plan.len();
     // Work items: a range of tiles times a range of blocks, about eight
     // per thread, the tile ranges shrinking from the first to the last
     // (`guided_cut`). Paired runs on two threads against equal ranges
@@ -205,6 +205,7 @@ pub(super) fn conv_direct_lanes(
             // Each group's output positions, one per row of its sums
             // (`usize::MAX` for a short tile's repeats), and the places in
             // a plane whose lines it writes.
+            let bases = plan.bases(t0..t1);
             let groups: Vec<(Rows, Vec<usize>)> = (t0..t1)
                 .step_by(GROUP_TILES)
                 .map(|g0| {
@@ -254,7 +255,7 @@ pub(super) fn conv_direct_lanes(
                                     },
                                     ..asks.clone()
                                 };
-                                let class = &plan.classes[plan.tiles[g0 + t].0];
+                                let class = &plan.classes[plan.tile(g0 + t).0];
                                 // SAFETY: the CPU has `isa` (asserted
                                 // above); every base plus every shift of
                                 // every channel of the part lies inside
@@ -270,7 +271,7 @@ pub(super) fn conv_direct_lanes(
                                     tile(
                                         Reduction {
                                             x: xg,
-                                            bases: plan.bases(g0 + t),
+                                            bases: &bases[(g0 - t0 + t) * POSITIONS..][..POSITIONS],
                                             chan: layout.chan,
                                             channels: part.clone(),
                                             taps: class,
@@ -369,24 +370,30 @@ impl Asks<'_> {
 #[cfg(target_arch = "x86_64")]
 macro_rules! reduce {
     ($r:expr, $span:expr, $ask:expr, $step:ident) => {
-        let mut ask = $ask.walk();
         if $r.taps.len() == $r.ntaps {
-            // Every tap: the steps are consecutive entries, one flat loop.
+            // Every tap: the steps are consecutive entries, one flat loop,
+            // the first ones each beside one of the asks (the lines of a
+            // plane, plane by plane), the rest on their own.
             let steps = &$r.shifts[$r.channels.start * $r.ntaps..$r.channels.end * $r.ntaps];
             let (first, rest) = steps.split_at($ask.len().min(steps.len()));
             let mut wp = $r.w.add($r.channels.start * $r.ntaps * $span);
-            for &s in first {
-                if let Some(line) = ask.next() {
-                    _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
+            let mut first = first.iter();
+            for c in $ask.channels.clone() {
+                let plane = $ask.plane0.wrapping_add(c * $ask.os) as *const f32;
+                for &l in $ask.lines {
+                    _mm_prefetch::<_MM_HINT_ET0>(plane.wrapping_add(l) as *const i8);
+                    if let Some(&s) = first.next() {
+                        $step!(s, wp);
+                        wp = wp.add($span);
+                    }
                 }
-                $step!(s, wp);
-                wp = wp.add($span);
             }
             for &s in rest {
                 $step!(s, wp);
                 wp = wp.add($span);
             }
         } else {
+            let mut ask = $ask.walk();
             for c in $r.channels.clone() {
                 let xc = c * $r.chan;
                 let wc = $r.w.add(c * $r.ntaps * $span);
@@ -397,9 +404,9 @@ macro_rules! reduce {
                     $step!(xc + shift, wc.add(t * $span));
                 }
             }
-        }
-        for line in ask {
-            _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
+            for line in ask {
+                _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
+            }
         }
     };
 }

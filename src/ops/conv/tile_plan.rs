@@ -45,17 +45,24 @@ pub(super) struct TilePlan {
     /// The tap lists, one per class.
     pub(super) classes: Vec<Taps>,
     /// Each tile's class and how many of its positions are real (the last
-    /// tile may be short).
-    pub(super) tiles: Vec<(usize, usize)>,
+    /// tile may be short); empty when the tiles hold the positions in order.
+    tiles: Vec<(usize, usize)>,
     /// `per_tile` output positions (flat indices into an output plane) per
     /// tile; `usize::MAX` past a short tile's last. Empty when the tiles
     /// hold the positions in order, `per_tile` apiece (one class).
     outputs: Vec<usize>,
+    /// Each of those positions' base in the buffer's grid (a short tile
+    /// repeats its last); empty when the tiles hold the positions in order,
+    /// whose bases [`TilePlan::bases`] works out from the grid instead, a
+    /// work item's at a time (a list of every position's would be a tenth
+    /// of a megabyte for a 112x112 output, built and read on every call).
+    bases: Vec<usize>,
     /// Positions per image.
     os: usize,
-    /// Each of those positions' base in the buffer's grid (a short tile
-    /// repeats its last).
-    pub(super) bases: Vec<usize>,
+    /// Tiles, when they hold the positions in order.
+    in_order_tiles: Option<usize>,
+    /// Per axis: the output's extent and the grid's stride.
+    grid: Vec<(usize, usize)>,
     per_tile: usize,
 }
 
@@ -139,15 +146,30 @@ impl TilePlan {
             grid_stride[a] = grid_stride[a + 1] * layout.q[a + 1];
         }
         let os = g.out_size();
+        let grid = (0..d).map(|a| (g.out_spatial[a], grid_stride[a])).collect();
+        if classes_wanted == 1 {
+            let ranges: TapRanges = runs.iter().map(|r| (r[0].2, r[0].3)).collect();
+            return Some(TilePlan {
+                classes: vec![taps_within(g, layout, &ranges)],
+                tiles: Vec::new(),
+                outputs: Vec::new(),
+                bases: Vec::new(),
+                os,
+                in_order_tiles: Some(os.div_ceil(per_tile)),
+                grid,
+                per_tile,
+            });
+        }
         let mut plan = TilePlan {
             classes: Vec::new(),
             tiles: Vec::with_capacity(os.div_ceil(per_tile) + classes_wanted),
             outputs: Vec::with_capacity(os + per_tile * classes_wanted),
             bases: Vec::with_capacity(os + per_tile * classes_wanted),
             os,
+            in_order_tiles: None,
+            grid,
             per_tile,
         };
-        let in_order = classes_wanted == 1;
         // Positions left over from each class: (output, base, tap ranges).
         let mut left: Vec<(usize, usize, TapRanges)> = Vec::new();
         let mut pick = vec![0usize; d];
@@ -175,9 +197,7 @@ impl TilePlan {
                 let base0: usize = (0..d).map(|a| o[a] * grid_stride[a]).sum();
                 let len = l1 - l0;
                 let taken = len.min(whole.saturating_sub(i));
-                if !in_order {
-                    plan.outputs.extend(out0..out0 + taken);
-                }
+                plan.outputs.extend(out0..out0 + taken);
                 plan.bases.extend(base0..base0 + taken);
                 left.extend((taken..len).map(|j| (out0 + j, base0 + j, ranges.clone())));
                 i += len;
@@ -212,10 +232,8 @@ impl TilePlan {
             plan.tiles.push((plan.classes.len() - 1, chunk.len()));
             for i in 0..per_tile {
                 let l = &chunk[i.min(chunk.len() - 1)];
-                if !in_order {
-                    plan.outputs
-                        .push(if i < chunk.len() { l.0 } else { usize::MAX });
-                }
+                plan.outputs
+                    .push(if i < chunk.len() { l.0 } else { usize::MAX });
                 plan.bases.push(l.1);
             }
         }
@@ -245,15 +263,61 @@ impl TilePlan {
         self.tiles = order.iter().map(|&t| self.tiles[t]).collect();
     }
 
-    /// Tile `t`'s positions' bases in the grid.
-    pub(super) fn bases(&self, t: usize) -> &[usize] {
-        &self.bases[t * self.per_tile..][..self.per_tile]
+    /// How many tiles.
+    pub(super) fn len(&self) -> usize {
+        self.in_order_tiles.unwrap_or(self.tiles.len())
+    }
+
+    /// Tile `t`'s class and how many of its positions are real.
+    pub(super) fn tile(&self, t: usize) -> (usize, usize) {
+        match self.in_order_tiles {
+            Some(_) => (0, (self.os - t * self.per_tile).min(self.per_tile)),
+            None => self.tiles[t],
+        }
+    }
+
+    /// The grid bases of the positions of tiles `tiles`, `per_tile` each
+    /// (a short tile's last repeated).
+    pub(super) fn bases(&self, tiles: std::ops::Range<usize>) -> std::borrow::Cow<'_, [usize]> {
+        let (a, b) = (tiles.start * self.per_tile, tiles.end * self.per_tile);
+        if self.in_order_tiles.is_none() {
+            return std::borrow::Cow::Borrowed(&self.bases[a..b]);
+        }
+        // Positions a.. in order: one division per axis for the first,
+        // then an odometer that turns once per run along the last axis.
+        let d = self.grid.len();
+        let mut coord = vec![0usize; d];
+        let (mut rest, mut index) = (a, 0);
+        for k in (0..d).rev() {
+            coord[k] = rest % self.grid[k].0;
+            rest /= self.grid[k].0;
+            index += coord[k] * self.grid[k].1;
+        }
+        let count = b.min(self.os).saturating_sub(a);
+        let mut out = Vec::with_capacity(b - a);
+        while out.len() < count {
+            let mut k = d - 1;
+            let run = (self.grid[k].0 - coord[k]).min(count - out.len());
+            out.extend(index..index + run);
+            coord[k] += run;
+            index += run;
+            while coord[k] == self.grid[k].0 && k > 0 {
+                index -= coord[k] * self.grid[k].1;
+                coord[k] = 0;
+                k -= 1;
+                coord[k] += 1;
+                index += self.grid[k].1;
+            }
+        }
+        let last = out.last().copied().unwrap_or(0);
+        out.resize(b - a, last);
+        std::borrow::Cow::Owned(out)
     }
 
     /// The output positions of tiles `tiles`, one per row of their sums.
     pub(super) fn rows(&self, tiles: std::ops::Range<usize>) -> Rows<'_> {
         let (a, b) = (tiles.start * self.per_tile, tiles.end * self.per_tile);
-        if self.outputs.is_empty() {
+        if self.in_order_tiles.is_some() {
             Rows::Run {
                 first: a,
                 count: b.min(self.os) - a,
