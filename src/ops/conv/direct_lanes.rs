@@ -2,32 +2,34 @@
 //! channels across the vector lanes: the twin of `direct.rs`, which puts
 //! positions there.
 //!
-//! It reads the same zero-padded, stride-phase-split copy of the input
-//! (`direct::Layout`), where every (input channel, tap) is one constant
-//! shift from a position's base. A register tile holds [`POSITIONS`]
-//! output positions of a block's channels, 64 of them (4 vectors of 16)
-//! with AVX-512 and 16 (2 vectors of 8, so a block takes four tiles) with
-//! AVX2's 16 registers; per (channel, tap) it loads the weights as vectors
-//! and broadcasts each position's input. Because each position has its own base, a tile's
-//! positions are consecutive *output* positions, whatever the rows: no
-//! position is computed and dropped, where `direct.rs` computes the whole
-//! padded grid (2 of every 16 on 14-wide rows). The price is a transpose
-//! on the way out (the tile holds channels by position, the output planes
-//! position by channel), which long reductions amortise.
+//! A register tile holds [`POSITIONS`] output positions of a block's
+//! channels, 64 of them (4 vectors of 16) with AVX-512 and 16 (2 vectors
+//! of 8, so a block takes four tiles) with AVX2's 16 registers; per
+//! (channel, tap) it loads the weights as vectors and broadcasts each
+//! position's input, each position from its own base, every tap one
+//! constant shift from it. A tile's positions are output positions, not a
+//! padded grid's: no position is computed and dropped, where `direct.rs`
+//! computes the whole padded grid (2 of every 16 on 14-wide rows). The
+//! price is a transpose on the way out (the tile holds channels by
+//! position, the output planes position by channel), which long
+//! reductions amortise.
 //!
-//! Tiles are cut from boxes of positions that read the same kernel taps
-//! inside the input (`tile_plan.rs`), and a tile runs only the taps some
-//! of its positions read: the border positions skip the products with the
-//! zero padding.
+//! Which positions a tile holds and what it reads come from a plan
+//! (`tile_plan.rs`): for long reductions with finite weights, tiles cut
+//! from boxes of positions that read the same taps inside the input, each
+//! running those taps only, straight from X (the border positions skip the
+//! padding's products); otherwise tiles of consecutive positions over the
+//! same zero-padded, stride-phase-split copy of the input as `direct.rs`
+//! (`direct::Layout`), each running every tap.
 //!
 //! Numerical contract: each output is its bias, then the products of its
 //! (input channel, tap) pairs accumulated in that order in f32 with FMA
-//! (one rounding per multiply-add), as in `direct.rs`, except that pairs
-//! whose input is padding for every position of the tile are left out when
-//! every weight is finite: each of those products is a zero, so leaving it
-//! out changes no bit but the sign of a zero sum (`-0` where adding `+0`
-//! gives `+0`). With an infinite or NaN weight every pair is multiplied,
-//! padding zeros included.
+//! (one rounding per multiply-add), as in `direct.rs`, except that in a
+//! plan of classes the pairs whose input is padding are left out (only
+//! when every weight is finite): each of those products is a zero, so
+//! leaving it out changes no bit but the sign of a zero sum (`-0` where
+//! adding `+0` gives `+0`). With an infinite or NaN weight every pair is
+//! multiplied, padding zeros included.
 
 use super::direct::Layout;
 use super::packing::LaneWeights;
@@ -117,8 +119,13 @@ pub(super) fn conv_direct_lanes(
     let os = g.out_size();
     // Which positions each tile holds and which taps it runs: those that
     // read the input for some position of the tile (`tile_plan.rs`).
-    let skip = w.finite() && super::tile_plan::long_reduction(g);
-    let plan = TilePlan::new(g, layout, POSITIONS, skip);
+    let plan = TilePlan::new(g, layout, POSITIONS, w.finite());
+    // A channel's length in what the tiles read: X, or the padded copy.
+    let chan = if plan.reads_input {
+        g.in_size()
+    } else {
+        layout.chan
+    };
     let tiles = plan.len();
     // Work items: a range of tiles times a range of blocks, about eight
     // per thread, the tile ranges shrinking from the first to the last
@@ -159,7 +166,7 @@ pub(super) fn conv_direct_lanes(
         "channel-lane weights packed for another tile"
     );
     let shifts: Vec<usize> = (0..cg)
-        .flat_map(|c| layout.taps.iter().map(move |&t| c * layout.chan + t))
+        .flat_map(|c| plan.tap_shifts.iter().map(move |&t| c * chan + t))
         .collect();
     // Each group's biases padded to whole blocks.
     let biases: Vec<f32> = (0..g.group)
@@ -171,10 +178,11 @@ pub(super) fn conv_direct_lanes(
         })
         .collect();
     let yp = SendPtr(y.as_mut_ptr() as *mut f32);
-    // Without padding or striding the phase-split copy would be the image
-    // itself: the tiles read X directly. Their reads end at the last
-    // output position's last tap, the image's last element.
-    let unpadded = layout.is_image(g);
+    // Tiles cut from classes read X (no tap of theirs reads padding); so do
+    // tiles in order where the phase-split copy would be the image itself
+    // (no padding or striding), whose reads end at the last output
+    // position's last tap, the image's last element.
+    let unpadded = plan.reads_input || layout.is_image(g);
     let mut buf = if unpadded {
         Vec::new()
     } else {
@@ -193,7 +201,7 @@ pub(super) fn conv_direct_lanes(
             let ti = item % tile_items;
             let bi = (item / tile_items) % block_items;
             let gi = item / tile_items / block_items;
-            let xg = buf[gi * cg * layout.chan..].as_ptr();
+            let xg = buf[gi * cg * chan..].as_ptr();
             let (t0, t1) = (tile_cut(ti), tile_cut(ti + 1));
             if t0 >= t1 {
                 return;
@@ -272,7 +280,7 @@ pub(super) fn conv_direct_lanes(
                                         Reduction {
                                             x: xg,
                                             bases: &bases[(g0 - t0 + t) * POSITIONS..][..POSITIONS],
-                                            chan: layout.chan,
+                                            chan,
                                             channels: part.clone(),
                                             taps: class,
                                             ntaps,
@@ -437,7 +445,7 @@ unsafe fn tile512<const STREAMED: bool>(
             std::array::from_fn(|v| _mm512_loadu_ps(sums.add(i * BLOCK + v * 16)))
         }),
     };
-    let xp: [*const f32; POSITIONS] = std::array::from_fn(|i| r.x.add(r.bases[i]));
+    let xp: [*const f32; POSITIONS] = std::array::from_fn(|i| r.x.wrapping_add(r.bases[i]));
     macro_rules! step {
         ($s:expr, $wp:expr) => {
             let wp: *const f32 = $wp;
@@ -452,7 +460,7 @@ unsafe fn tile512<const STREAMED: bool>(
             let s = $s;
             let wv: [__m512; VECS] = std::array::from_fn(|v| _mm512_loadu_ps(wp.add(v * 16)));
             for (i, row) in acc.iter_mut().enumerate() {
-                let xv = _mm512_set1_ps(*xp[i].add(s));
+                let xv = _mm512_set1_ps(*xp[i].wrapping_add(s));
                 for v in 0..VECS {
                     row[v] = _mm512_fmadd_ps(wv[v], xv, row[v]);
                 }
@@ -487,13 +495,13 @@ unsafe fn tile256(r: Reduction, bias: Option<*const f32>, sums: *mut f32, ask: &
             std::array::from_fn(|v| _mm256_loadu_ps(sums.add(i * BLOCK + v * 8)))
         }),
     };
-    let xp: [*const f32; POSITIONS] = std::array::from_fn(|i| r.x.add(r.bases[i]));
+    let xp: [*const f32; POSITIONS] = std::array::from_fn(|i| r.x.wrapping_add(r.bases[i]));
     macro_rules! step {
         ($s:expr, $wp:expr) => {
             let (s, wp): (usize, *const f32) = ($s, $wp);
             let wv: [__m256; VECS_AVX2] = std::array::from_fn(|v| _mm256_loadu_ps(wp.add(v * 8)));
             for (i, row) in acc.iter_mut().enumerate() {
-                let xv = _mm256_set1_ps(*xp[i].add(s));
+                let xv = _mm256_set1_ps(*xp[i].wrapping_add(s));
                 for v in 0..VECS_AVX2 {
                     row[v] = _mm256_fmadd_ps(wv[v], xv, row[v]);
                 }

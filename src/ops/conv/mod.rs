@@ -10,8 +10,9 @@
 //!   bound; NaN and infinities propagate as IEEE arithmetic says (padding is
 //!   multiplied as zeros by the im2col and direct paths, skipped by the
 //!   depthwise kernels' edge code and, when every weight is finite and the
-//!   reduction is long, by the channel-lane kernel's border tiles, where
-//!   each skipped product is an exact zero: `tile_plan.rs`).
+//!   reduction is long, by the channel-lane kernel, whose tiles then read X
+//!   and only the taps inside it; each skipped product is an exact zero:
+//!   `tile_plan.rs`).
 //!
 //! Paths: a direct kernel for depthwise 2-D convolution (register-blocked
 //! AVX-512 or AVX2 with FMA for f32 with unit strides, clones of the plain

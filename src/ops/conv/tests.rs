@@ -864,61 +864,81 @@ fn plan_positions(rows: tile_plan::Rows) -> Vec<usize> {
     }
 }
 
-/// A tile plan holds every output position once, at its own base in the
-/// grid, and its tile runs every tap the position reads inside the input
-/// (so a tap it leaves out reads padding for all of its positions); with
-/// skipping off there is one class of every tap. Random geometries of
-/// every rank, stride, dilation and padding.
+/// A tile plan holds every output position once, at its own base, and
+/// its tile runs the taps the position reads: reading X, exactly those
+/// inside the input (so none reads padding, and none it needs is left
+/// out); over the padded copy, every tap, from the position's place in the
+/// grid. Random geometries of every rank, stride, dilation and padding.
 #[test]
-fn tile_plans_hold_every_position_and_every_tap_it_reads() {
+fn tile_plans_hold_every_position_and_the_taps_it_reads() {
     let mut r = Rng::new(0x5DEECE66D);
-    let mut skipped = 0;
+    let (mut exact, mut skipping) = (0, 0);
     for case in 0..400 {
         let Some(g) = random_geometry(&mut r) else {
             continue;
         };
         let layout = direct::Layout::new(&g);
         let d = g.out_spatial.len();
-        for skip in [false, true] {
-            let plan = tile_plan::TilePlan::new(&g, &layout, 6, skip);
+        let plans = [
+            Some(tile_plan::TilePlan::in_order(&g, &layout, 6)),
+            tile_plan::TilePlan::exact(&g, 6),
+        ];
+        for (finite, plan) in [false, true].into_iter().zip(plans) {
+            let Some(plan) = plan else {
+                continue;
+            };
             if g.out_size() == 0 {
                 assert_eq!(plan.len(), 0, "case {case}");
                 continue;
             }
-            if !skip {
-                assert!(
-                    plan.classes.iter().all(|c| c.len() == layout.taps.len()),
-                    "case {case}"
-                );
-            }
+            assert_eq!(plan.reads_input, finite, "case {case}");
+            exact += usize::from(plan.reads_input);
             let mut seen = vec![0u32; g.out_size()];
             for t in 0..plan.len() {
                 let (class, real) = plan.tile(t);
                 let taps = &plan.classes[class];
                 let positions = plan_positions(plan.rows(t..t + 1));
                 assert_eq!(positions.len(), real, "case {case} tile {t}");
+                skipping += usize::from(taps.len() < layout.taps.len());
                 for (i, &p) in positions.iter().enumerate() {
                     seen[p] += 1;
-                    // The position's coordinates and grid base.
                     let mut o = vec![0; d];
                     let mut rest = p;
                     for a in (0..d).rev() {
                         o[a] = rest % g.out_spatial[a];
                         rest /= g.out_spatial[a];
                     }
-                    let base = (0..d).fold(0, |acc, a| acc * layout.q[a] + o[a]);
-                    assert_eq!(plan.bases(t..t + 1)[i], base, "case {case} tile {t}");
+                    let base = plan.bases(t..t + 1)[i];
                     let mut k = vec![0; d];
-                    for (tap, &shift) in layout.taps.iter().enumerate() {
-                        let inside = (0..d).all(|a| {
-                            let at = (o[a] * g.strides[a] + k[a] * g.dilations[a]) as i64
-                                - g.pads_begin[a] as i64;
-                            at >= 0 && at < g.in_spatial[a] as i64
-                        });
-                        if inside {
+                    for tap in 0..layout.taps.len() {
+                        // The input index the tap reads along each axis.
+                        let at: Vec<i64> = (0..d)
+                            .map(|a| {
+                                (o[a] * g.strides[a] + k[a] * g.dilations[a]) as i64
+                                    - g.pads_begin[a] as i64
+                            })
+                            .collect();
+                        let inside = (0..d).all(|a| at[a] >= 0 && at[a] < g.in_spatial[a] as i64);
+                        let runs = taps.iter().find(|&&(_, t)| t == tap);
+                        if plan.reads_input {
+                            assert_eq!(
+                                runs.is_some(),
+                                inside,
+                                "case {case}: tile {t}, tap {tap}, position {p} ({g:?})"
+                            );
+                            if let Some(&(shift, _)) = runs {
+                                let flat = (0..d)
+                                    .fold(0i64, |acc, a| acc * g.in_spatial[a] as i64 + at[a]);
+                                assert_eq!(
+                                    base.wrapping_add(shift) as i64,
+                                    flat,
+                                    "case {case}: tile {t}, tap {tap}"
+                                );
+                            }
+                        } else {
                             assert!(
-                                taps.contains(&(shift, tap)),
-                                "case {case}: tile {t} leaves out tap {tap}, which position {p} reads ({g:?})"
+                                runs.is_some(),
+                                "case {case}: tap {tap} left out of the padded copy"
                             );
                         }
                         for a in (0..d).rev() {
@@ -929,25 +949,31 @@ fn tile_plans_hold_every_position_and_every_tap_it_reads() {
                             k[a] = 0;
                         }
                     }
+                    if !plan.reads_input {
+                        let grid = (0..d).fold(0, |acc, a| acc * layout.q[a] + o[a]);
+                        assert_eq!(base, grid, "case {case} tile {t}");
+                    }
                 }
-                skipped += usize::from(taps.len() < layout.taps.len());
             }
             assert!(
                 seen.iter().all(|&n| n == 1),
-                "case {case}, skip {skip}: {seen:?}"
+                "case {case}, finite {finite}: {seen:?}"
             );
         }
     }
-    assert!(skipped > 100, "only {skipped} tiles left a tap out");
+    assert!(
+        exact > 100 && skipping > 100,
+        "{exact} plans read X, {skipping} tiles skip taps"
+    );
 }
 
-/// Geometries whose reductions are long enough for the channel-lane
-/// kernels to skip the padding's taps (`tile_plan::long_reduction`), met
-/// against the f64 reference on both instruction sets: every rank, unit
-/// and larger strides, dilation, uneven padding, padding wide enough that
-/// some outputs read no input at all, groups, out channels off the block.
+/// Geometries whose channel-lane tiles read X (long reductions), each
+/// running only the taps its class reads inside the input, met against the
+/// f64 reference on both instruction sets: every rank, unit and larger
+/// strides, dilation, uneven padding, padding wide enough that some outputs
+/// read no input at all, groups, out channels off the block.
 #[test]
-fn channel_lane_kernels_skipping_padding_meet_the_rounding_bound() {
+fn channel_lane_kernels_reading_x_meet_the_rounding_bound() {
     let mut r = Rng::new(0x2545F4914F6CDD1D);
     // X, W, pads, strides, dilations, group.
     type Case = (
@@ -960,54 +986,55 @@ fn channel_lane_kernels_skipping_padding_meet_the_rounding_bound() {
     );
     let cases: [Case; 6] = [
         (
-            &[1, 128, 7, 9],
-            &[64, 128, 3, 3],
-            vec![1, 1, 1, 1],
+            &[1, 128, 14, 13],
+            &[16, 128, 3, 3],
+            vec![1; 4],
             vec![1, 1],
             vec![1, 1],
             1,
         ),
         (
             &[1, 120, 11, 10],
-            &[64, 120, 3, 3],
+            &[16, 120, 3, 3],
             vec![2, 0, 1, 3],
             vec![2, 1],
             vec![2, 2],
             1,
         ),
         (
-            &[2, 400, 11],
+            &[2, 400, 40],
             &[70, 400, 3],
-            vec![2, 3],
-            vec![1],
-            vec![1],
+            vec![0, 0],
+            vec![2],
+            vec![2],
             1,
         ),
         (
-            &[1, 40, 4, 5, 3],
-            &[64, 40, 3, 3, 3],
-            vec![1, 1, 1, 1, 1, 1],
-            vec![1, 1, 1],
-            vec![1, 1, 1],
+            &[1, 40, 6, 7, 8],
+            &[16, 40, 3, 3, 3],
+            vec![1; 6],
+            vec![1; 3],
+            vec![1; 3],
             1,
         ),
         (
-            &[1, 256, 6, 6],
-            &[128, 128, 3, 3],
-            vec![1, 1, 1, 1],
+            &[1, 256, 13, 13],
+            &[64, 128, 3, 3],
+            vec![1; 4],
             vec![1, 1],
             vec![1, 1],
             2,
         ),
         (
             &[1, 128, 5, 5],
-            &[64, 128, 3, 3],
-            vec![4, 4, 4, 4],
+            &[16, 128, 3, 3],
+            vec![4; 4],
             vec![1, 1],
             vec![1, 1],
             1,
         ),
     ];
+
     let mut paths = Vec::new();
     if Isa::Avx512.supported() {
         paths.push(KernelPath::LanesAvx512);
@@ -1024,14 +1051,12 @@ fn channel_lane_kernels_skipping_padding_meet_the_rounding_bound() {
             ..Default::default()
         };
         let g = geometry(&attrs, x, w, None).unwrap();
-        assert!(
-            tile_plan::long_reduction(&g),
-            "case {i} is too short to skip"
-        );
+        let plan = tile_plan::TilePlan::new(&g, &direct::Layout::new(&g), 6, true);
+        assert!(plan.reads_input, "case {i} takes the padded copy");
         let inputs = random_inputs(&g, &mut r);
         for &path in &paths {
             for with_bias in [true, false] {
-                let what = format!("long case {i}");
+                let what = format!("case {i} read from X");
                 check_against_reference(&what, &g, &inputs, TILE_BYTES, path, with_bias);
             }
         }
@@ -1039,9 +1064,9 @@ fn channel_lane_kernels_skipping_padding_meet_the_rounding_bound() {
 }
 
 /// An infinite weight times a padding zero is NaN, so with one the
-/// channel-lane kernels skip no tap: the border outputs it reaches through
-/// the padding are NaN, as the im2col path gives, and the interior ones
-/// infinite.
+/// channel-lane kernels skip no tap (their tiles run over the padded
+/// copy): the border outputs it reaches through the padding are NaN, as
+/// the im2col path gives, and the interior ones infinite.
 #[test]
 fn channel_lane_kernels_multiply_padding_when_a_weight_is_infinite() {
     let attrs = ConvAttrs {
@@ -1049,7 +1074,6 @@ fn channel_lane_kernels_multiply_padding_when_a_weight_is_infinite() {
         ..Default::default()
     };
     let g = geometry(&attrs, &[1, 128, 6, 6], &[64, 128, 3, 3], None).unwrap();
-    assert!(tile_plan::long_reduction(&g));
     let x = vec![1.0f32; 128 * 36];
     let mut w = vec![0.01f32; 64 * 128 * 9];
     // Output channel 0, input channel 0, the top left tap.

@@ -1,40 +1,46 @@
 //! Which output positions each register tile of the channel-lane kernel
-//! (`direct_lanes.rs`) holds, and which kernel taps it runs.
+//! (`direct_lanes.rs`) holds, which kernel taps it runs, and where it
+//! reads them.
 //!
-//! A tap whose input lies in the zero padding for every position of a tile
-//! adds only zeros to its sums, so the tile can leave it out. Along one
-//! axis the taps an output index reads inside the input form one range,
-//! and the indices with the same range form runs (the first and last few
-//! of each axis, and the interior). Positions whose ranges agree on every
-//! axis form a class, a box of the output, and run the same taps: tiles
-//! are cut from each class in row-major order, and the few positions left
-//! over in each class share tiles whose taps cover all of theirs. On a
-//! 14x14 output of a 3x3 kernel with padding 1 that leaves out 8% of the
-//! multiply-adds (the border positions lack a row or a column of taps);
-//! on 56x56 it would be 2.3%, for the 7x7 stride-2 layer on 224x224 1.5%,
-//! too little for what the classes cost there ([`SKIP_FROM`]).
+//! Along one axis the taps an output index reads inside the input form one
+//! range, and the indices with the same range form runs (the first and
+//! last few of each axis, and the interior). Positions whose ranges agree
+//! on every axis form a class, a box of the output, that reads the same
+//! taps. A plan cuts tiles from each class in row-major order (the last
+//! one of a class short when its positions do not fill it), and each tile
+//! runs exactly its class's taps: no tap of any tile reads the padding, so
+//! the tiles read X itself, each position from its own base, and no
+//! zero-padded copy of the input is made. Border positions skip the
+//! padding's products: on a 14x14 output of a 3x3 kernel with padding 1,
+//! 8% of the multiply-adds, 6% net of the short tiles' waste. Plans of
+//! classes are made for long reductions only ([`SKIP_FROM`]).
 //!
 //! Leaving out a product `w * 0` changes no bit of the sum when `w` is
 //! finite, except that a sum of negative zeros stays a negative zero where
 //! adding `+0` would make it `+0`. An infinite or NaN weight times a padding
-//! zero is NaN, so with any such weight every tile runs every tap (the
-//! kernel then gives what it gave before it skipped any).
+//! zero is NaN, so with any such weight (and for short reductions, or
+//! where the classes would cost more multiply-adds than they save, or be
+//! too many) the plan is the other kind: tiles of consecutive positions
+//! over the zero-padded, phase-split copy (`direct::Layout`), each running
+//! every tap.
 //!
 //! Tiles of one class hold positions in row-major order, so their outputs
 //! are runs along the last axis, which the write-out stores whole; a
-//! class along the first or last columns holds one position per row.
+//! class along the first or last columns holds one position per row, and
+//! the tiles run in the order of their first positions, so that such a
+//! class's stores meet lines the interior's tiles of the same rows write.
 
 use super::direct::Layout;
 use super::Geometry;
 
-/// The most classes (tap lists) a plan keeps: past that (kernels with very
-/// wide reach into large padding, mostly in 3-D) every tile runs every
-/// tap, so the lists stay within a few times the kernel's size.
-const MAX_CLASSES: usize = 64;
+/// The most classes a plan keeps: past that (wide kernels with wide
+/// padding, mostly in 3-D) the tiles run every tap over the padded copy,
+/// so the tap lists stay within a few hundred times the kernel's size.
+const MAX_CLASSES: usize = 256;
 
-/// The taps of one class: each one's shift within an input channel of
-/// the phase-split buffer, and its index in the kernel's row-major order
-/// (where its weight sits among one channel's).
+/// The taps of one class: each one's shift within an input channel (of X
+/// or of the padded copy, as the plan reads), and its index in the
+/// kernel's row-major order (where its weight sits among one channel's).
 pub(super) type Taps = Vec<(usize, usize)>;
 
 /// Per axis, the kernel indices `lo..hi` a position reads inside the input.
@@ -44,31 +50,55 @@ type TapRanges = Vec<(usize, usize)>;
 pub(super) struct TilePlan {
     /// The tap lists, one per class.
     pub(super) classes: Vec<Taps>,
-    /// Each tile's class and how many of its positions are real (the last
-    /// tile may be short); empty when the tiles hold the positions in order.
+    /// Every tap's shift (row-major kernel order) in what the tiles read.
+    pub(super) tap_shifts: Vec<usize>,
+    /// True when the tiles read X itself (a channel is `in_size` long),
+    /// false when they read the padded copy (`Layout::chan`).
+    pub(super) reads_input: bool,
+    /// Each tile's class and how many of its positions are real; empty
+    /// when the tiles hold the positions in order.
     tiles: Vec<(usize, usize)>,
     /// `per_tile` output positions (flat indices into an output plane) per
     /// tile; `usize::MAX` past a short tile's last. Empty when the tiles
-    /// hold the positions in order, `per_tile` apiece (one class).
+    /// hold the positions in order.
     outputs: Vec<usize>,
-    /// Each of those positions' base in the buffer's grid (a short tile
-    /// repeats its last); empty when the tiles hold the positions in order,
-    /// whose bases [`TilePlan::bases`] works out from the grid instead, a
-    /// work item's at a time (a list of every position's would be a tenth
-    /// of a megabyte for a 112x112 output, built and read on every call).
+    /// Each of those positions' base in what the tiles read (a short tile
+    /// repeats its last; in X a base may lie before the channel, as a
+    /// wrapped offset, where every tap's shift brings it inside). Empty
+    /// when the tiles hold the positions in order, whose bases
+    /// [`TilePlan::bases`] works out from the grid instead, a work item's
+    /// at a time (a list of every position's would be a tenth of a
+    /// megabyte for a 112x112 output, built and read on every call).
     bases: Vec<usize>,
     /// Positions per image.
     os: usize,
     /// Tiles, when they hold the positions in order.
     in_order_tiles: Option<usize>,
-    /// Per axis: the output's extent and the grid's stride.
+    /// Per axis: the output's extent and the padded grid's stride.
     grid: Vec<(usize, usize)>,
     per_tile: usize,
 }
 
+/// Reduction length (input channels x taps) from which the tiles are cut
+/// from classes. Below it the multiply-adds saved do not pay for what the
+/// classes cost: a class along a column holds one position per row, whose
+/// channels the write-out stores one lane at a time into lines the
+/// interior's stores write again, and every class ends in a short tile.
+/// Paired probes (8 pairs of 1 s runs, Zen 4 EPYC) against the kernel
+/// before plans, which copied the input for every shape: C256 14x14 3x3
+/// (2304 per output) 3-4% faster on one and two threads with classes
+/// reading X, C64 56x56 3x3 (576) 4-5% and the 7x7 stride-2 layer (147)
+/// 7-13% slower.
+const SKIP_FROM: usize = 1024;
+
+/// True when the reduction is long enough for classes ([`SKIP_FROM`]).
+pub(super) fn long_reduction(g: &Geometry) -> bool {
+    g.in_channels / g.group * g.kernel_size() >= SKIP_FROM
+}
+
 /// Along one axis, the runs of output indices `o0..o1` that read taps
 /// `lo..hi` inside the input.
-fn axis_runs(g: &Geometry, a: usize, skip: bool) -> Vec<(usize, usize, usize, usize)> {
+fn axis_runs(g: &Geometry, a: usize) -> Vec<(usize, usize, usize, usize)> {
     let (s, d, pb, n, k) = (
         g.strides[a],
         g.dilations[a],
@@ -76,19 +106,12 @@ fn axis_runs(g: &Geometry, a: usize, skip: bool) -> Vec<(usize, usize, usize, us
         g.in_spatial[a],
         g.kernel[a],
     );
-    let range = |o: usize| {
-        if !skip {
-            return (0, k);
-        }
+    let mut runs: Vec<(usize, usize, usize, usize)> = Vec::new();
+    for o in 0..g.out_spatial[a] {
         // Tap j reads padded index o*s + j*d; the input spans pb..pb+n.
         let start = o * s;
         let lo = pb.saturating_sub(start).div_ceil(d).min(k);
         let hi = (pb + n).saturating_sub(start).div_ceil(d).clamp(lo, k);
-        (lo, hi)
-    };
-    let mut runs: Vec<(usize, usize, usize, usize)> = Vec::new();
-    for o in 0..g.out_spatial[a] {
-        let (lo, hi) = range(o);
         match runs.last_mut() {
             Some(r) if (r.2, r.3) == (lo, hi) => r.1 = o + 1,
             _ => runs.push((o, o + 1, lo, hi)),
@@ -97,110 +120,106 @@ fn axis_runs(g: &Geometry, a: usize, skip: bool) -> Vec<(usize, usize, usize, us
     runs
 }
 
-/// True when the reduction (input channels x taps) is long enough for
-/// tiles to skip the padding's taps: from [`SKIP_FROM`].
-pub(super) fn long_reduction(g: &Geometry) -> bool {
-    g.in_channels / g.group * g.kernel_size() >= SKIP_FROM
+/// Strides of an array of `extents`, row-major.
+fn strides_of(extents: &[usize]) -> Vec<usize> {
+    let mut st = vec![1usize; extents.len()];
+    for a in (0..extents.len().saturating_sub(1)).rev() {
+        st[a] = st[a + 1] * extents[a + 1];
+    }
+    st
 }
 
-/// Reduction length (input channels x taps) from which tiles skip the
-/// padding's taps. Below it the tiles hold the output in order, as they
-/// did before there were classes: a class along a column holds one
-/// position per row, whose channels the write-out stores one lane at a
-/// time into lines the interior's stores write again, and cutting tiles
-/// at class edges adds short runs; where the reduction is short the
-/// multiply-adds saved do not pay for that. Paired probes (6 pairs of 1 s
-/// runs each, Zen 4 EPYC, against the kernel before plans): C256 14x14 3x3
-/// (2304 per output) 3-6% faster on one and two threads in three of four
-/// rounds, 1-3% in the fourth; with classes along every axis C64 56x56 3x3
-/// (576) was 3-6% slower and the 7x7 stride-2 layer (147) 6-14%, and with
-/// classes along the rows only 0-4% and 4-9%. Without classes they are
-/// within about 2-5% of the kernel before plans (building the plan, one
-/// pass over the positions, is about 1% of the 7x7 layer's call).
-const SKIP_FROM: usize = 1024;
-
 impl TilePlan {
-    /// The plan for `g`'s output on `layout`'s grid, `per_tile` positions
-    /// to a tile; `skip_padding` false (a weight not finite, or a short
-    /// reduction: [`long_reduction`]) gives every tile every tap, the
-    /// positions in order.
-    pub(super) fn new(g: &Geometry, layout: &Layout, per_tile: usize, skip_padding: bool) -> Self {
-        Self::build(g, layout, per_tile, skip_padding)
-            .filter(|p| p.classes.len() <= MAX_CLASSES)
-            .or_else(|| Self::build(g, layout, per_tile, false))
-            .expect("a plan without skipping has one class")
+    /// The plan for `g`, `per_tile` positions to a tile: classes reading X
+    /// when every weight is `finite`, the reduction is long
+    /// ([`long_reduction`]) and the classes cost no more multiply-adds than
+    /// tiles of every tap, else tiles in order over `layout`'s copy.
+    pub(super) fn new(g: &Geometry, layout: &Layout, per_tile: usize, finite: bool) -> Self {
+        (finite && long_reduction(g))
+            .then(|| Self::exact(g, per_tile))
+            .flatten()
+            .unwrap_or_else(|| Self::in_order(g, layout, per_tile))
     }
 
-    /// None once the classes pass [`MAX_CLASSES`].
-    fn build(g: &Geometry, layout: &Layout, per_tile: usize, skip: bool) -> Option<Self> {
+    /// Tiles of consecutive positions over the padded copy, every tap.
+    pub(super) fn in_order(g: &Geometry, layout: &Layout, per_tile: usize) -> Self {
         let d = g.out_spatial.len();
-        let runs: Vec<_> = (0..d).map(|a| axis_runs(g, a, skip)).collect();
-        let classes_wanted: usize = runs.iter().map(Vec::len).product();
-        if classes_wanted > MAX_CLASSES {
+        let q_stride = strides_of(&layout.q);
+        let os = g.out_size();
+        TilePlan {
+            classes: vec![layout.taps.iter().copied().zip(0..).collect()],
+            tap_shifts: layout.taps.clone(),
+            reads_input: false,
+            tiles: Vec::new(),
+            outputs: Vec::new(),
+            bases: Vec::new(),
+            os,
+            in_order_tiles: Some(os.div_ceil(per_tile)),
+            grid: (0..d).map(|a| (g.out_spatial[a], q_stride[a])).collect(),
+            per_tile,
+        }
+    }
+
+    /// Tiles cut from the classes, reading X; None past [`MAX_CLASSES`] or
+    /// when they would run more multiply-adds than tiles in order.
+    pub(super) fn exact(g: &Geometry, per_tile: usize) -> Option<Self> {
+        let d = g.out_spatial.len();
+        let runs: Vec<_> = (0..d).map(|a| axis_runs(g, a)).collect();
+        let count: usize = runs.iter().map(Vec::len).product();
+        if count > MAX_CLASSES {
             return None;
         }
-        // Strides of an output plane and of the buffer's grid.
-        let (mut out_stride, mut grid_stride) = (vec![1usize; d], vec![1usize; d]);
-        for a in (0..d.saturating_sub(1)).rev() {
-            out_stride[a] = out_stride[a + 1] * g.out_spatial[a + 1];
-            grid_stride[a] = grid_stride[a + 1] * layout.q[a + 1];
-        }
+        let (out_stride, in_stride) = (strides_of(&g.out_spatial), strides_of(&g.in_spatial));
+        let kernel_stride = strides_of(&g.kernel);
+        let tap_shifts: Vec<usize> = (0..g.kernel_size())
+            .map(|t| {
+                (0..d)
+                    .map(|a| (t / kernel_stride[a] % g.kernel[a]) * g.dilations[a] * in_stride[a])
+                    .sum()
+            })
+            .collect();
         let os = g.out_size();
-        let grid = (0..d).map(|a| (g.out_spatial[a], grid_stride[a])).collect();
-        if classes_wanted == 1 {
-            let ranges: TapRanges = runs.iter().map(|r| (r[0].2, r[0].3)).collect();
-            return Some(TilePlan {
-                classes: vec![taps_within(g, layout, &ranges)],
-                tiles: Vec::new(),
-                outputs: Vec::new(),
-                bases: Vec::new(),
-                os,
-                in_order_tiles: Some(os.div_ceil(per_tile)),
-                grid,
-                per_tile,
-            });
-        }
         let mut plan = TilePlan {
-            classes: Vec::new(),
-            tiles: Vec::with_capacity(os.div_ceil(per_tile) + classes_wanted),
-            outputs: Vec::with_capacity(os + per_tile * classes_wanted),
-            bases: Vec::with_capacity(os + per_tile * classes_wanted),
+            classes: Vec::with_capacity(count),
+            tap_shifts,
+            reads_input: true,
+            tiles: Vec::with_capacity(os.div_ceil(per_tile) + count),
+            outputs: Vec::with_capacity(os + per_tile * count),
+            bases: Vec::with_capacity(os + per_tile * count),
             os,
             in_order_tiles: None,
-            grid,
+            grid: Vec::new(),
             per_tile,
         };
-        // Positions left over from each class: (output, base, tap ranges).
-        let mut left: Vec<(usize, usize, TapRanges)> = Vec::new();
+        let mut steps = 0;
         let mut pick = vec![0usize; d];
-        for _ in 0..classes_wanted {
+        for _ in 0..count {
             let boxed: Vec<_> = (0..d).map(|a| runs[a][pick[a]]).collect();
             let ranges: TapRanges = boxed.iter().map(|r| (r.2, r.3)).collect();
-            let count: usize = boxed.iter().map(|r| r.1 - r.0).product();
-            let whole = count / per_tile * per_tile;
-            let class = if whole > 0 {
-                plan.classes.push(taps_within(g, layout, &ranges));
-                plan.classes.len() - 1
-            } else {
-                usize::MAX
-            };
+            plan.classes.push(taps_within(g, &plan.tap_shifts, &ranges));
+            let class = plan.classes.len() - 1;
+            let positions: usize = boxed.iter().map(|r| r.1 - r.0).product();
+            let tiles = positions.div_ceil(per_tile);
+            steps += tiles * plan.classes[class].len();
+            plan.tiles
+                .extend((0..tiles).map(|t| (class, (positions - t * per_tile).min(per_tile))));
             // The box's positions in row-major order, a run along the last
-            // axis at a time (both strides of that axis are 1).
+            // axis at a time; a base is the input offset of the position's
+            // window (before the channel, wrapped, where it starts in the
+            // padding).
             let last = d - 1;
             let (l0, l1) = (boxed[last].0, boxed[last].1);
+            let s_last = g.strides[last];
             let mut o: Vec<usize> = boxed.iter().map(|r| r.0).collect();
-            plan.tiles
-                .extend(std::iter::repeat_n((class, per_tile), whole / per_tile));
-            let mut i = 0;
-            for _ in 0..count / (l1 - l0).max(1) {
+            for _ in 0..positions / (l1 - l0).max(1) {
                 let out0: usize = (0..d).map(|a| o[a] * out_stride[a]).sum();
-                let base0: usize = (0..d).map(|a| o[a] * grid_stride[a]).sum();
-                let len = l1 - l0;
-                let taken = len.min(whole.saturating_sub(i));
-                plan.outputs.extend(out0..out0 + taken);
-                plan.bases.extend(base0..base0 + taken);
-                left.extend((taken..len).map(|j| (out0 + j, base0 + j, ranges.clone())));
-                i += len;
+                let base0 = (0..d).fold(0usize, |acc, a| {
+                    let at = (o[a] * g.strides[a]).wrapping_sub(g.pads_begin[a]);
+                    acc.wrapping_add(at.wrapping_mul(in_stride[a]))
+                });
+                plan.outputs.extend(out0..out0 + (l1 - l0));
+                plan.bases
+                    .extend((0..l1 - l0).map(|j| base0.wrapping_add(j * s_last)));
                 for a in (0..last).rev() {
                     o[a] += 1;
                     if o[a] < boxed[a].1 {
@@ -209,6 +228,11 @@ impl TilePlan {
                     o[a] = boxed[a].0;
                 }
             }
+            // The short tile's rows: no output, its last base again.
+            let short = tiles * per_tile - positions;
+            let last_base = plan.bases.last().copied().unwrap_or(0);
+            plan.outputs.extend(std::iter::repeat_n(usize::MAX, short));
+            plan.bases.extend(std::iter::repeat_n(last_base, short));
             for a in (0..d).rev() {
                 pick[a] += 1;
                 if pick[a] < runs[a].len() || a == 0 {
@@ -217,25 +241,8 @@ impl TilePlan {
                 pick[a] = 0;
             }
         }
-        // The leftovers in output order, each tile with the taps any of
-        // its positions reads.
-        left.sort_unstable_by_key(|l| l.0);
-        for chunk in left.chunks(per_tile) {
-            let ranges: TapRanges = (0..d)
-                .map(|a| {
-                    let lo = chunk.iter().map(|l| l.2[a].0).min().unwrap_or(0);
-                    let hi = chunk.iter().map(|l| l.2[a].1).max().unwrap_or(0);
-                    (lo, hi.max(lo))
-                })
-                .collect();
-            plan.classes.push(taps_within(g, layout, &ranges));
-            plan.tiles.push((plan.classes.len() - 1, chunk.len()));
-            for i in 0..per_tile {
-                let l = &chunk[i.min(chunk.len() - 1)];
-                plan.outputs
-                    .push(if i < chunk.len() { l.0 } else { usize::MAX });
-                plan.bases.push(l.1);
-            }
+        if steps > os.div_ceil(per_tile) * g.kernel_size() {
+            return None;
         }
         if runs[d - 1].len() > 1 {
             plan.sort_by_first_output();
@@ -276,8 +283,8 @@ impl TilePlan {
         }
     }
 
-    /// The grid bases of the positions of tiles `tiles`, `per_tile` each
-    /// (a short tile's last repeated).
+    /// The bases of the positions of tiles `tiles`, `per_tile` each (a
+    /// short tile's last repeated).
     pub(super) fn bases(&self, tiles: std::ops::Range<usize>) -> std::borrow::Cow<'_, [usize]> {
         let (a, b) = (tiles.start * self.per_tile, tiles.end * self.per_tile);
         if self.in_order_tiles.is_none() {
@@ -414,12 +421,12 @@ impl Rows<'_> {
 }
 
 /// The taps (row-major kernel order) whose index along every axis lies in
-/// that axis's range.
-fn taps_within(g: &Geometry, layout: &Layout, ranges: &[(usize, usize)]) -> Taps {
+/// that axis's range, with their shifts from `shifts`.
+fn taps_within(g: &Geometry, shifts: &[usize], ranges: &[(usize, usize)]) -> Taps {
     let d = g.kernel.len();
     let mut k = vec![0usize; d];
     let mut taps = Vec::new();
-    for (t, &shift) in layout.taps.iter().enumerate() {
+    for (t, &shift) in shifts.iter().enumerate() {
         if (0..d).all(|a| ranges[a].0 <= k[a] && k[a] < ranges[a].1) {
             taps.push((shift, t));
         }
