@@ -114,7 +114,12 @@ impl<const B: usize> BlockedWeights<B> {
         let mg = out_channels / group;
         let blocks = mg.div_ceil(B);
         let len = group * blocks * kdim * B;
-        let finite = w[..out_channels * kdim].iter().all(|v| v.is_finite());
+        // Without short-circuiting, so that the test vectorises (in the
+        // packing loop it took the C256 layer's preparation 0.67-0.71 ->
+        // 0.82-1.08 ms).
+        let finite = w[..out_channels * kdim]
+            .iter()
+            .fold(true, |all, v| all & v.is_finite());
         let mut data = vec![0f32; len + 15];
         let start = data.as_ptr().align_offset(64).min(15);
         let packed = &mut data[start..start + len];
