@@ -117,8 +117,8 @@ pub(super) fn conv_direct_lanes(
     let kdim = cg * ntaps;
     let blocks = mg.div_ceil(BLOCK);
     let os = g.out_size();
-    // Which positions each tile holds and which taps it runs: those that
-    // read the input for some position of the tile (`tile_plan.rs`).
+    // Which positions each tile holds, which taps it runs and whether it
+    // reads X or the padded copy (`tile_plan.rs`).
     let plan = TilePlan::new(g, layout, POSITIONS, w.finite());
     // A channel's length in what the tiles read: X, or the padded copy.
     let chan = if plan.reads_input {
@@ -267,9 +267,12 @@ pub(super) fn conv_direct_lanes(
                                 // SAFETY: the CPU has `isa` (asserted
                                 // above); every base plus every shift of
                                 // every channel of the part lies inside
-                                // the buffer (a position's base is at most
-                                // the grid's last computed position, which
-                                // `Layout::len` covers with its reach);
+                                // what the tiles read: in X, a class's
+                                // taps are those inside the input for each
+                                // of its positions; in the copy, a
+                                // position's base is at most the grid's
+                                // last computed position, which
+                                // `Layout::len` covers with its reach;
                                 // the span holds `kdim` entries of `span`
                                 // weights, the biases BLOCK values and
                                 // `sums` GROUP_TILES tiles of POSITIONS x
