@@ -355,6 +355,29 @@ def long_reduction_cases(root, rng):
             write_case(root, f"test_conv{version}_{type_name}_{tag}", [node], ins, [("y", y, type_name)], version)
 
 
+def lane_block_cases(root, rng):
+    """float32 Conv whose output channels fill a block of 64 and whose
+    reduction is long (C x kernel = 1152 and 1080): the shapes for which our
+    channel-lane kernel cuts its tiles from classes of positions that read
+    the same taps inside the input, and reads the input in place with the
+    padding's taps left out. One with unit strides and padding 1, one with
+    strides, dilations and uneven padding. Expected outputs from the
+    float64 oracle, rounded once."""
+    for tag, x_shape, w_shape, strides, dilations, pads_begin, pads_end in (
+        ("lane_classes", (1, 128, 14, 14), (64, 128, 3, 3), [1, 1], [1, 1], [1, 1], [1, 1]),
+        ("lane_classes_strided", (1, 120, 11, 10), (64, 120, 3, 3), [2, 1], [2, 2], [2, 0], [1, 3]),
+    ):
+        x = rng.standard_normal(x_shape).astype(np.float32)
+        w = (rng.standard_normal(w_shape) * 0.1).astype(np.float32)
+        b = rng.standard_normal(w_shape[0]).astype(np.float32)
+        y = oracle_conv(x, w, b, strides, dilations, pads_begin, pads_end, 1).astype(np.float32)
+        node = helper.make_node(
+            "Conv", ["x", "w", "b"], ["y"], strides=strides, dilations=dilations, pads=pads_begin + pads_end
+        )
+        ins = [("x", x, "float"), ("w", w, "float"), ("b", b, "float")]
+        write_case(root, f"test_conv22_float_{tag}", [node], ins, [("y", y, "float")], 22)
+
+
 def empty_conv_cases(root):
     """A kernel longer than the padded input by exactly the stride (1): onnx's
     strict shape inference and reference both give size 0 on that axis
@@ -510,6 +533,7 @@ def main():
     long_reduction_cases(root, np.random.default_rng(config["seed"] + 1))
     empty_conv_cases(root)
     no_input_channel_conv_cases(root, np.random.default_rng(config["seed"] + 2))
+    lane_block_cases(root, np.random.default_rng(config["seed"] + 3))
     seed_root = os.path.join(out, "seed")
     os.makedirs(seed_root)
     seed_cases(seed_root)
