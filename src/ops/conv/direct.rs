@@ -64,10 +64,10 @@ impl Layout {
         let plane: usize = q.iter().product();
         let phases: usize = g.strides.iter().product();
         let chan = plane * phases;
+        let (q_strides, phase_strides) = (row_major_strides(&q), row_major_strides(&g.strides));
         let mut taps = vec![0usize];
         for a in 0..d {
-            let q_stride: usize = q[a + 1..].iter().product();
-            let phase_stride: usize = g.strides[a + 1..].iter().product();
+            let (q_stride, phase_stride) = (q_strides[a], phase_strides[a]);
             taps = taps
                 .iter()
                 .flat_map(|&t| {

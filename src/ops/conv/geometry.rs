@@ -363,3 +363,12 @@ pub(super) fn check_limits(
     }
     Ok(())
 }
+
+/// Strides of a row-major array of `extents` (the last axis's is 1).
+pub(super) fn row_major_strides(extents: &[usize]) -> Vec<usize> {
+    let mut st = vec![1usize; extents.len()];
+    for a in (0..extents.len().saturating_sub(1)).rev() {
+        st[a] = st[a + 1] * extents[a + 1];
+    }
+    st
+}

@@ -31,6 +31,7 @@
 //! class's stores meet lines the interior's tiles of the same rows write.
 
 use super::direct::Layout;
+use super::geometry::row_major_strides;
 use super::Geometry;
 
 /// The most classes a plan keeps: past that (wide kernels with wide
@@ -120,15 +121,6 @@ fn axis_runs(g: &Geometry, a: usize) -> Vec<(usize, usize, usize, usize)> {
     runs
 }
 
-/// Strides of an array of `extents`, row-major.
-fn strides_of(extents: &[usize]) -> Vec<usize> {
-    let mut st = vec![1usize; extents.len()];
-    for a in (0..extents.len().saturating_sub(1)).rev() {
-        st[a] = st[a + 1] * extents[a + 1];
-    }
-    st
-}
-
 impl TilePlan {
     /// The plan for `g`, `per_tile` positions to a tile: classes reading X
     /// when every weight is `finite`, the reduction is long
@@ -144,7 +136,7 @@ impl TilePlan {
     /// Tiles of consecutive positions over the padded copy, every tap.
     pub(super) fn in_order(g: &Geometry, layout: &Layout, per_tile: usize) -> Self {
         let d = g.out_spatial.len();
-        let q_stride = strides_of(&layout.q);
+        let q_stride = row_major_strides(&layout.q);
         let os = g.out_size();
         TilePlan {
             classes: vec![layout.taps.iter().copied().zip(0..).collect()],
@@ -169,8 +161,11 @@ impl TilePlan {
         if count > MAX_CLASSES {
             return None;
         }
-        let (out_stride, in_stride) = (strides_of(&g.out_spatial), strides_of(&g.in_spatial));
-        let kernel_stride = strides_of(&g.kernel);
+        let (out_stride, in_stride) = (
+            row_major_strides(&g.out_spatial),
+            row_major_strides(&g.in_spatial),
+        );
+        let kernel_stride = row_major_strides(&g.kernel);
         let tap_shifts: Vec<usize> = (0..g.kernel_size())
             .map(|t| {
                 (0..d)
@@ -371,20 +366,9 @@ impl Rows<'_> {
             Rows::Listed(r) => r,
         };
         let mut n = 0;
-        let end = (q + lanes).min(rows.len());
-        let mut i = q;
-        while i < end {
-            if rows[i] == usize::MAX {
-                i += 1;
-                continue;
-            }
-            let mut j = i + 1;
-            while j < end && rows[j] == rows[i] + (j - i) {
-                j += 1;
-            }
-            out[n] = (i - q, j - q, rows[i]);
+        for (i, len, first) in listed_runs(rows, q..(q + lanes).min(rows.len())) {
+            out[n] = (i - q, i - q + len, first);
             n += 1;
-            i = j;
         }
         n
     }
@@ -400,24 +384,40 @@ impl Rows<'_> {
         match *self {
             Rows::Run { first, count } => run(first, count),
             Rows::Listed(rows) => {
-                let mut i = 0;
-                while i < rows.len() {
-                    if rows[i] == usize::MAX {
-                        i += 1;
-                        continue;
-                    }
-                    let mut j = i + 1;
-                    while j < rows.len() && rows[j] == rows[i] + (j - i) {
-                        j += 1;
-                    }
-                    run(rows[i], j - i);
-                    i = j;
+                for (_, len, first) in listed_runs(rows, 0..rows.len()) {
+                    run(first, len);
                 }
             }
         }
         lines.dedup();
         lines
     }
+}
+
+/// The runs of consecutive positions among `rows[range]`, rows of none
+/// (`usize::MAX`) skipped, as (index of the run's first row, its length,
+/// its first position).
+#[inline(always)]
+fn listed_runs(
+    rows: &[usize],
+    range: std::ops::Range<usize>,
+) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
+    let (mut i, end) = (range.start, range.end);
+    std::iter::from_fn(move || {
+        while i < end && rows[i] == usize::MAX {
+            i += 1;
+        }
+        if i >= end {
+            return None;
+        }
+        let mut j = i + 1;
+        while j < end && rows[j] == rows[i] + (j - i) {
+            j += 1;
+        }
+        let run = (i, j - i, rows[i]);
+        i = j;
+        Some(run)
+    })
 }
 
 /// The taps (row-major kernel order) whose index along every axis lies in
