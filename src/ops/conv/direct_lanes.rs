@@ -94,6 +94,15 @@ const STREAMED_WEIGHT_BYTES: usize = 40 << 10;
 /// How many (channel, tap) steps ahead a streamed block's weights are
 /// asked for.
 const WEIGHTS_AHEAD: usize = 16;
+/// The lines of one tile's sums (POSITIONS x BLOCK floats), each asked
+/// for (for writing) beside one of a flat reduction's last steps. The
+/// weight stream has evicted them from L1 by then, so the tile's closing
+/// stores would miss and fill the store buffer, and the caller's stores
+/// for the next tile stall behind them. Paired probes on the Zen 4
+/// (2026-12-04, eight pairs): C3 7x7 s2 0.985-0.992 of the time without,
+/// C64 3x3 0.989; the same in the tap-classes branch measured 0.997-1.002
+/// on C256 and was not kept.
+const SUMS_LINES: usize = POSITIONS * BLOCK * 4 / 64;
 
 /// The convolution of `x` into `y` (uninitialised, `batch x out_channels x
 /// out_size`), every element written once. `w` holds the weights packed
@@ -375,16 +384,18 @@ impl Asks<'_> {
 
 /// Runs a tile's `$step!(shift, weights)` over its reduction `$r`, a
 /// channel at a time and within it each of the taps, asking for one of the
-/// `$ask` lines (for writing) per step while there are some. A macro rather
+/// `$ask` lines (for writing) per step while there are some, and in a flat
+/// reduction the lines of `$sums` beside its last steps. A macro rather
 /// than a function so that both tiles' inner loops stay their own code,
 /// with their instruction sets.
 #[cfg(target_arch = "x86_64")]
 macro_rules! reduce {
-    ($r:expr, $span:expr, $ask:expr, $step:ident) => {
+    ($r:expr, $span:expr, $ask:expr, $sums:expr, $step:ident) => {
         if $r.taps.len() == $r.ntaps {
             // Every tap: the steps are consecutive entries, one flat loop,
             // the first ones each beside one of the asks (the lines of a
-            // plane, plane by plane), the rest on their own.
+            // plane, plane by plane), the last ones each beside a line of
+            // the sums (see SUMS_LINES), the rest on their own.
             let steps = &$r.shifts[$r.channels.start * $r.ntaps..$r.channels.end * $r.ntaps];
             let (first, rest) = steps.split_at($ask.len().min(steps.len()));
             let mut wp = $r.w.add($r.channels.start * $r.ntaps * $span);
@@ -399,7 +410,13 @@ macro_rules! reduce {
                     }
                 }
             }
-            for &s in rest {
+            let (body, tail) = rest.split_at(rest.len().saturating_sub(SUMS_LINES));
+            for &s in body {
+                $step!(s, wp);
+                wp = wp.add($span);
+            }
+            for (l, &s) in tail.iter().enumerate() {
+                _mm_prefetch::<_MM_HINT_ET0>(($sums as *const i8).wrapping_add(64 * l));
                 $step!(s, wp);
                 wp = wp.add($span);
             }
@@ -470,7 +487,7 @@ unsafe fn tile512<const STREAMED: bool>(
             }
         };
     }
-    reduce!(r, BLOCK, ask, step);
+    reduce!(r, BLOCK, ask, sums, step);
     for (i, row) in acc.iter().enumerate() {
         for (v, a) in row.iter().enumerate() {
             _mm512_storeu_ps(sums.add(i * BLOCK + v * 16), *a);
@@ -511,7 +528,7 @@ unsafe fn tile256(r: Reduction, bias: Option<*const f32>, sums: *mut f32, ask: &
             }
         };
     }
-    reduce!(r, VECS_AVX2 * 8, ask, step);
+    reduce!(r, VECS_AVX2 * 8, ask, sums, step);
     for (i, row) in acc.iter().enumerate() {
         for (v, a) in row.iter().enumerate() {
             _mm256_storeu_ps(sums.add(i * BLOCK + v * 8), *a);
