@@ -3,8 +3,9 @@
 //! positions there.
 //!
 //! A register tile holds [`POSITIONS`] output positions of a block's
-//! channels, 64 of them (4 vectors of 16) with AVX-512 and 16 (2 vectors
-//! of 8, so a block takes four tiles) with AVX2's 16 registers; per
+//! channels, 64 of them (4 vectors of 16) with AVX-512, and
+//! [`POSITIONS_AVX2`] positions of 32 channels (4 vectors of 8, so a block
+//! takes two tiles) with AVX2's 16 registers; per
 //! (channel, tap) it loads the weights as vectors and broadcasts each
 //! position's input, each position from its own base, every tap one
 //! constant shift from it. A tile's positions are output positions, not a
@@ -41,10 +42,10 @@ use std::mem::MaybeUninit;
 pub(crate) const VECS: usize = 4;
 /// Output channels per packed weight block (and per AVX-512 tile).
 pub(crate) const BLOCK: usize = VECS * 16;
-/// Vectors of 8 output channels per AVX2 register tile: 2 x 6
-/// accumulators, the 2 weight vectors and a broadcast fill 15 of AVX2's 16
-/// registers.
-const VECS_AVX2: usize = 2;
+/// Vectors of 8 output channels per AVX2 register tile: 4 x
+/// [`POSITIONS_AVX2`] accumulators, the 3 positions' broadcasts and one
+/// weight vector at a time fill AVX2's 16 registers.
+const VECS_AVX2: usize = 4;
 /// The output channels one register tile of `isa` computes, and the
 /// span its weights are packed in (`BlockedWeights::in_spans`).
 pub(crate) fn span(isa: Isa) -> usize {
@@ -53,9 +54,29 @@ pub(crate) fn span(isa: Isa) -> usize {
         _ => VECS_AVX2 * 8,
     }
 }
-/// Output positions per register tile: 4 x 6 accumulators, the 4 weight
-/// vectors and a broadcast fit AVX-512's 32 registers.
+/// Output positions per AVX-512 register tile: 4 x 6 accumulators, the 4
+/// weight vectors and a broadcast fit AVX-512's 32 registers.
 const POSITIONS: usize = 6;
+/// Output positions per AVX2 register tile. A step of 3 positions x 4
+/// vectors takes 3 broadcasts and 4 weight loads for its 12 FMAs, where 6
+/// positions x 2 vectors (this kernel until 2026-12-04) took 6 and 2: on
+/// a Zen 3 EPYC, whose load-heavy loops lose up to a fifth of their speed
+/// while something else runs on the core's other hardware thread (a loop of
+/// 12 FMAs and 7 loads from L1 measured 70-75 GFLOP/s in those stretches
+/// and 91-94 outside them, a loop of FMAs alone 88-94 throughout), the
+/// whole call ran 5-7% faster on C64 56x56 in those stretches and alike
+/// outside them, and 3% faster on C256 14x14 (runs alternating in one
+/// process). The same 12 FMAs with their weights as memory operands (15
+/// loads a step, as the FMA3 kernels of some libraries do) were 23-31%
+/// slower: the core reads two 32-byte vectors a cycle.
+const POSITIONS_AVX2: usize = 3;
+/// Output positions per register tile of `isa`.
+fn positions(isa: Isa) -> usize {
+    match isa {
+        Isa::Avx512 => POSITIONS,
+        _ => POSITIONS_AVX2,
+    }
+}
 /// Weight bytes of one chunk of the reduction: what L2 holds while a group
 /// of tiles runs over it. Paired probes against chunks of 16 KiB (kept in
 /// L1, but every tile then stores and reloads its sums per chunk): before
@@ -69,17 +90,30 @@ const POSITIONS: usize = 6;
 /// one and two threads, two rounds of 1.5 s runs in turns; by 1-28%).
 const CHUNK_WEIGHT_BYTES: usize = 1 << 20;
 /// [`CHUNK_WEIGHT_BYTES`] for AVX2, whose tiles take a block's 64
-/// channels 16 at a time, each over 16 KiB of the chunk's weights: one
-/// thread on a Zen 3 EPYC (32 KiB L1, 512 KiB L2), 1.5 s runs of each
-/// size: C256 14x14 68.8 GFLOP/s with 1 MiB (its block's 590 KiB of
-/// weights then stream from L3 through every tile), 80-84 with 64 or 128
-/// KiB, 77-80 with 16 or 32; C64 56x56 and the 7x7 stride-2 layer alike
-/// from 1 MiB to 64 KiB and slower below. Asking for the weights ahead
-/// as `tile512` does measured alike or 2-3% slower.
-const CHUNK_WEIGHT_BYTES_AVX2: usize = 64 << 10;
-/// Tiles computed before their sums are written out: 48 positions, three
-/// transposes of 16, 12 KiB of sums that stay in L1.
-const GROUP_TILES: usize = 8;
+/// channels a span of 32 at a time, each over 16 KiB of the chunk's
+/// weights. With spans of 16 (2026-12-03, one thread on a Zen 3 EPYC with
+/// 32 KiB L1 and 512 KiB L2, 1.5 s runs of each size): C256 14x14 68.8
+/// GFLOP/s with 1 MiB (its block's 590 KiB of weights then stream from L3
+/// through every tile), 80-84 with 64 or 128 KiB, 77-80 with 16 or 32;
+/// C64 56x56 and the 7x7 stride-2 layer alike from 1 MiB to 64 KiB and
+/// slower below. With spans of 32 (2026-12-04, runs alternating in one
+/// process): 32 KiB against 64, C64 1-2% and C256 0-3% faster; against
+/// 16, 6-7% faster on both. Asking for the weights ahead as `tile512`
+/// does measured alike or 2-3% slower.
+const CHUNK_WEIGHT_BYTES_AVX2: usize = 32 << 10;
+/// Output positions computed before their sums are written out, per ISA.
+/// AVX-512: 48 (eight tiles), three transposes of 16, 12 KiB of sums that
+/// stay in L1. AVX2: 192 (64 tiles), so that each span's chunk of weights
+/// serves four times as many tiles while it is in L1; the 48 KiB of sums
+/// then live in L2. Against 48 on the Zen 3 (runs alternating in one
+/// process, one thread): 96 positions were 1-2% faster on C64 and C256,
+/// 192 another 0-3% (C3 7x7 s2 alike), 384 and 768 no faster than 192.
+fn group_positions(isa: Isa) -> usize {
+    match isa {
+        Isa::Avx512 => 8 * POSITIONS,
+        _ => 64 * POSITIONS_AVX2,
+    }
+}
 /// A block's weights larger than this stream from L2 through every tile,
 /// and the tile asks for them [`WEIGHTS_AHEAD`] steps early: paired probes
 /// (200-300 pairs, one and two threads, medians of the pairs' ratios) ran
@@ -103,6 +137,9 @@ const WEIGHTS_AHEAD: usize = 16;
 /// C64 3x3 0.989; the same in the tap-classes branch measured 0.997-1.002
 /// on C256 and was not kept.
 const SUMS_LINES: usize = POSITIONS * BLOCK * 4 / 64;
+/// [`SUMS_LINES`] for an AVX2 tile: its rows' lines (all of the block's
+/// channels, the other span's included).
+const SUMS_LINES_AVX2: usize = POSITIONS_AVX2 * BLOCK * 4 / 64;
 
 /// The convolution of `x` into `y` (uninitialised, `batch x out_channels x
 /// out_size`), every element written once. `w` holds the weights packed
@@ -128,7 +165,9 @@ pub(super) fn conv_direct_lanes(
     let os = g.out_size();
     // Which positions each tile holds, which taps it runs and whether it
     // reads X or the padded copy (`tile_plan.rs`).
-    let plan = TilePlan::new(g, layout, POSITIONS, w.finite());
+    let positions = positions(isa);
+    let group_tiles_max = group_positions(isa) / positions;
+    let plan = TilePlan::new(g, layout, positions, w.finite());
     // A channel's length in what the tiles read: X, or the padded copy.
     let chan = if plan.reads_input {
         g.in_size()
@@ -155,7 +194,13 @@ pub(super) fn conv_direct_lanes(
         Isa::Avx512 => CHUNK_WEIGHT_BYTES,
         _ => CHUNK_WEIGHT_BYTES_AVX2,
     };
-    let chunk = (chunk_bytes / (BLOCK * 4) / ntaps.max(1)).clamp(1, cg.max(1));
+    let mut chunk = (chunk_bytes / (BLOCK * 4) / ntaps.max(1)).clamp(1, cg.max(1));
+    // With AVX2, a reduction up to half again as long as a chunk is not
+    // split: the 7x7 stride-2 layer's three channels (19 KiB of a span's
+    // weights) ran 3-4% faster in one chunk than in chunks of two and one.
+    if isa != Isa::Avx512 && cg <= chunk * 3 / 2 {
+        chunk = cg.max(1);
+    }
     // With no input channels a tile still runs once, from the biases.
     let chunks: Vec<std::ops::Range<usize>> = (0..cg.max(1))
         .step_by(chunk)
@@ -217,16 +262,16 @@ pub(super) fn conv_direct_lanes(
             }
             // One group's sums, position by position, BLOCK channels each:
             // every tile writes its rows before anything reads them.
-            let mut sums = Vec::<f32>::with_capacity(GROUP_TILES * POSITIONS * BLOCK);
+            let mut sums = Vec::<f32>::with_capacity(group_tiles_max * positions * BLOCK);
             let sums = sums.as_mut_ptr();
             // Each group's output positions, one per row of its sums
             // (`usize::MAX` for a short tile's repeats), and the places in
             // a plane whose lines it writes.
             let bases = plan.bases(t0..t1);
             let groups: Vec<(Rows, Vec<usize>)> = (t0..t1)
-                .step_by(GROUP_TILES)
+                .step_by(group_tiles_max)
                 .map(|g0| {
-                    let rows = plan.rows(g0..(g0 + GROUP_TILES).min(t1));
+                    let rows = plan.rows(g0..(g0 + group_tiles_max).min(t1));
                     (rows, rows.line_starts())
                 })
                 .collect();
@@ -238,8 +283,8 @@ pub(super) fn conv_direct_lanes(
                     .get()
                     .wrapping_add((n * g.out_channels + gi * mg + b * BLOCK) * os);
                 for (gt, (rows, lines)) in groups.iter().enumerate() {
-                    let g0 = t0 + gt * GROUP_TILES;
-                    let group_tiles = (t1 - g0).min(GROUP_TILES);
+                    let g0 = t0 + gt * group_tiles_max;
+                    let group_tiles = (t1 - g0).min(group_tiles_max);
                     // The output lines the group will write, handed out
                     // over its tiles' first chunk, one per (channel, tap)
                     // step: the write-out then finds them in cache instead
@@ -256,12 +301,14 @@ pub(super) fn conv_direct_lanes(
                         // once with AVX-512), each over every tile of the
                         // group, so that an AVX2 span's chunk of weights
                         // (16 KiB) stays in L1 while the group's tiles
-                        // read it: paired 0.3 s runs on a Zen 3 EPYC
-                        // against every span of a tile before the next
-                        // tile, C256 14x14 4-6% faster on one and two
-                        // threads, C64 56x56 0.5-1% slower, the 7x7
-                        // stride-2 layer alike. The first span's tiles ask
-                        // for the output lines.
+                        // read it: with spans of 16, paired 0.3 s runs on
+                        // a Zen 3 EPYC against every span of a tile before
+                        // the next tile, C256 14x14 4-6% faster on one and
+                        // two threads, C64 56x56 0.5-1% slower, the 7x7
+                        // stride-2 layer alike (and alike on all three in
+                        // a later session's runs alternating in one
+                        // process). The first span's tiles ask for the
+                        // output lines.
                         for c0 in (0..channels).step_by(span) {
                             for t in 0..group_tiles {
                                 let ask = Asks {
@@ -284,14 +331,14 @@ pub(super) fn conv_direct_lanes(
                                 // `Layout::len` covers with its reach;
                                 // the span holds `kdim` entries of `span`
                                 // weights, the biases BLOCK values and
-                                // `sums` GROUP_TILES tiles of POSITIONS x
-                                // BLOCK, of which the tile covers `span`
+                                // `sums` `group_tiles_max` tiles of
+                                // `positions` x BLOCK, of which the tile covers `span`
                                 // channels from `c0`.
                                 unsafe {
                                     tile(
                                         Reduction {
                                             x: xg,
-                                            bases: &bases[(g0 - t0 + t) * POSITIONS..][..POSITIONS],
+                                            bases: &bases[(g0 - t0 + t) * positions..][..positions],
                                             chan,
                                             channels: part.clone(),
                                             taps: class,
@@ -300,7 +347,7 @@ pub(super) fn conv_direct_lanes(
                                             w: wb[c0 * kdim..].as_ptr(),
                                         },
                                         (k == 0).then_some(bb.add(c0)),
-                                        sums.add(t * POSITIONS * BLOCK + c0),
+                                        sums.add(t * positions * BLOCK + c0),
                                         &ask,
                                     )
                                 };
@@ -390,7 +437,7 @@ impl Asks<'_> {
 /// with their instruction sets.
 #[cfg(target_arch = "x86_64")]
 macro_rules! reduce {
-    ($r:expr, $span:expr, $ask:expr, $sums:expr, $step:ident) => {
+    ($r:expr, $span:expr, $ask:expr, $sums:expr, $lines:expr, $step:ident) => {
         if $r.taps.len() == $r.ntaps {
             // Every tap: the steps are consecutive entries, one flat loop,
             // the first ones each beside one of the asks (the lines of a
@@ -410,7 +457,7 @@ macro_rules! reduce {
                     }
                 }
             }
-            let (body, tail) = rest.split_at(rest.len().saturating_sub(SUMS_LINES));
+            let (body, tail) = rest.split_at(rest.len().saturating_sub($lines));
             for &s in body {
                 $step!(s, wp);
                 wp = wp.add($span);
@@ -487,7 +534,7 @@ unsafe fn tile512<const STREAMED: bool>(
             }
         };
     }
-    reduce!(r, BLOCK, ask, sums, step);
+    reduce!(r, BLOCK, ask, sums, SUMS_LINES, step);
     for (i, row) in acc.iter().enumerate() {
         for (v, a) in row.iter().enumerate() {
             _mm512_storeu_ps(sums.add(i * BLOCK + v * 16), *a);
@@ -495,40 +542,44 @@ unsafe fn tile512<const STREAMED: bool>(
     }
 }
 
-/// [`tile512`]'s twin for AVX2 with FMA: 16 output channels (the ones from
-/// `r.w`, `bias` and `sums`, whose rows are still BLOCK apart) x POSITIONS
-/// positions, the same operations in the same order, so the two give
-/// bit-identical sums. Its weights are a span of 16 (`span`); the chunk's
+/// [`tile512`]'s twin for AVX2 with FMA: 32 output channels (the ones from
+/// `r.w`, `bias` and `sums`, whose rows are still BLOCK apart) x
+/// [`POSITIONS_AVX2`] positions, the same operations in the same order, so
+/// the two give bit-identical sums. Its weights are a span of 32 (`span`); the chunk's
 /// are in L1 or L2 ([`CHUNK_WEIGHT_BYTES_AVX2`]), so it asks for none
 /// ahead.
 ///
 /// # Safety
-/// AVX2 and FMA; `r` as for [`tile512`] with rows of 16 weights, `bias` 16
-/// values and `sums` POSITIONS rows of 16, BLOCK apart.
+/// AVX2 and FMA; `r` as for [`tile512`] with POSITIONS_AVX2 bases and rows
+/// of 32 weights, `bias` 32 values and `sums` POSITIONS_AVX2 rows of 32,
+/// BLOCK apart.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn tile256(r: Reduction, bias: Option<*const f32>, sums: *mut f32, ask: &Asks) {
     use std::arch::x86_64::*;
-    let mut acc: [[__m256; VECS_AVX2]; POSITIONS] = match bias {
-        Some(bias) => [std::array::from_fn(|v| _mm256_loadu_ps(bias.add(v * 8))); POSITIONS],
+    let mut acc: [[__m256; VECS_AVX2]; POSITIONS_AVX2] = match bias {
+        Some(bias) => [std::array::from_fn(|v| _mm256_loadu_ps(bias.add(v * 8))); POSITIONS_AVX2],
         None => std::array::from_fn(|i| {
             std::array::from_fn(|v| _mm256_loadu_ps(sums.add(i * BLOCK + v * 8)))
         }),
     };
-    let xp: [*const f32; POSITIONS] = std::array::from_fn(|i| r.x.wrapping_add(r.bases[i]));
+    let xp: [*const f32; POSITIONS_AVX2] = std::array::from_fn(|i| r.x.wrapping_add(r.bases[i]));
     macro_rules! step {
         ($s:expr, $wp:expr) => {
             let (s, wp): (usize, *const f32) = ($s, $wp);
-            let wv: [__m256; VECS_AVX2] = std::array::from_fn(|v| _mm256_loadu_ps(wp.add(v * 8)));
-            for (i, row) in acc.iter_mut().enumerate() {
-                let xv = _mm256_set1_ps(*xp[i].wrapping_add(s));
-                for v in 0..VECS_AVX2 {
-                    row[v] = _mm256_fmadd_ps(wv[v], xv, row[v]);
+            // The broadcasts stay in registers and each weight vector is
+            // loaded once, for the three FMAs that use it.
+            let xv: [__m256; POSITIONS_AVX2] =
+                std::array::from_fn(|i| _mm256_set1_ps(*xp[i].wrapping_add(s)));
+            for v in 0..VECS_AVX2 {
+                let wv = _mm256_loadu_ps(wp.add(v * 8));
+                for (row, x) in acc.iter_mut().zip(xv) {
+                    row[v] = _mm256_fmadd_ps(wv, x, row[v]);
                 }
             }
         };
     }
-    reduce!(r, VECS_AVX2 * 8, ask, sums, step);
+    reduce!(r, VECS_AVX2 * 8, ask, sums, SUMS_LINES_AVX2, step);
     for (i, row) in acc.iter().enumerate() {
         for (v, a) in row.iter().enumerate() {
             _mm256_storeu_ps(sums.add(i * BLOCK + v * 8), *a);
