@@ -59,16 +59,17 @@ pub(crate) fn span(isa: Isa) -> usize {
 const POSITIONS: usize = 6;
 /// Output positions per AVX2 register tile. A step of 3 positions x 4
 /// vectors takes 3 broadcasts and 4 weight loads for its 12 FMAs, where 6
-/// positions x 2 vectors (this kernel until 2026-12-04) took 6 and 2: on
-/// a Zen 3 EPYC, whose load-heavy loops lose up to a fifth of their speed
-/// while something else runs on the core's other hardware thread (a loop of
-/// 12 FMAs and 7 loads from L1 measured 70-75 GFLOP/s in those stretches
-/// and 91-94 outside them, a loop of FMAs alone 88-94 throughout), the
-/// whole call ran 5-7% faster on C64 56x56 in those stretches and alike
-/// outside them, and 3% faster on C256 14x14 (runs alternating in one
-/// process). The same 12 FMAs with their weights as memory operands (15
-/// loads a step, as the FMA3 kernels of some libraries do) were 23-31%
-/// slower: the core reads two 32-byte vectors a cycle.
+/// positions x 2 vectors (this kernel until 2026-12-04) took 6 and 2. On
+/// a Zen 3 EPYC, whose load-heavy loops lose up to a third of their speed
+/// while something else runs on the core's other hardware thread (a loop
+/// of 12 FMAs and 7 loads from L1 measured 65-80 GFLOP/s in those
+/// stretches and 91-99 outside them, a loop of FMAs alone 88-100
+/// throughout), interleaved 0.3 s process pairs against the 6 x 2 tile
+/// took 0.96, 0.92 and 0.97 of its time on C64 56x56, the 7x7 stride-2
+/// layer and C256 14x14 on one thread, 0.96, 0.96 and 0.94 on two (with
+/// this tile's groups and chunks). The same 12 FMAs with their weights as
+/// memory operands (15 loads a step, as the FMA3 kernels of some libraries
+/// do) were 23-31% slower: the core reads two 32-byte vectors a cycle.
 const POSITIONS_AVX2: usize = 3;
 /// Output positions per register tile of `isa`.
 fn positions(isa: Isa) -> usize {
@@ -332,8 +333,8 @@ pub(super) fn conv_direct_lanes(
                                 // the span holds `kdim` entries of `span`
                                 // weights, the biases BLOCK values and
                                 // `sums` `group_tiles_max` tiles of
-                                // `positions` x BLOCK, of which the tile covers `span`
-                                // channels from `c0`.
+                                // `positions` x BLOCK, of which the tile
+                                // covers `span` channels from `c0`.
                                 unsafe {
                                     tile(
                                         Reduction {
