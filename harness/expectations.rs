@@ -52,6 +52,12 @@ pub struct Entry {
     /// built so (a runtime built with overflow checks panics elsewhere than
     /// one built without). Default: both.
     pub profile: Option<String>,
+    /// For values failures: properties of the runtime's outputs
+    /// (`onnx_conformance::observed::PROPERTIES`) that must all be seen
+    /// for the entry to explain the failure, so that an entry describing
+    /// what a runtime computes (double in float32) cannot also excuse
+    /// another bug whose message looks alike.
+    pub observed: Option<Vec<String>>,
 }
 
 /// The profile this harness was built with, as `profile` names it.
@@ -76,22 +82,32 @@ impl Entry {
         self.in_this_build(backend) && self.trial.as_deref().is_none_or(|p| glob(p, trial))
     }
 
-    /// Whether this entry explains a failure of `kind` with `message`.
-    fn explains(&self, kind: FailureKind, message: &str) -> bool {
+    /// Whether this entry explains a failure of `kind` with `message`,
+    /// whose outputs have the properties `seen`.
+    fn explains(&self, kind: FailureKind, message: &str, seen: &[String]) -> bool {
         self.failure == Some(kind)
             && self
                 .message
                 .as_ref()
                 .is_some_and(|m| glob(&format!("*{m}*"), message))
+            && self
+                .observed
+                .iter()
+                .flatten()
+                .all(|property| seen.contains(property))
     }
 
     /// The entry as a reader of a failure message needs it.
     pub fn describe(&self) -> String {
         let kind = self.failure.map_or("?", FailureKind::name);
         let msg = self.message.as_deref().unwrap_or("?");
+        let seen = match &self.observed {
+            Some(p) => format!(" with outputs showing {}", p.join(", ")),
+            None => String::new(),
+        };
         match &self.trial {
-            Some(t) => format!("{t}: {kind} failure containing {msg:?}"),
-            None => format!("any trial: {kind} failure containing {msg:?}"),
+            Some(t) => format!("{t}: {kind} failure containing {msg:?}{seen}"),
+            None => format!("any trial: {kind} failure containing {msg:?}{seen}"),
         }
     }
 }
@@ -158,6 +174,27 @@ impl Expectations {
                     entry.reason
                 );
             }
+            if let Some(properties) = &entry.observed {
+                if entry.failure != Some(FailureKind::Values) {
+                    bail!(
+                        "expected failure for '{name}' ({}) has `observed`, which only a values failure has",
+                        entry.reason
+                    );
+                }
+                let known = onnx_conformance::observed::PROPERTIES;
+                if let Some(p) = properties.iter().find(|p| !known.contains(&p.as_str())) {
+                    bail!(
+                        "expected failure for '{name}' ({}) names the unknown property {p:?} in `observed`; known: {known:?}",
+                        entry.reason
+                    );
+                }
+                if properties.is_empty() {
+                    bail!(
+                        "expected failure for '{name}' ({}) has an empty `observed`: name a property or leave the key out",
+                        entry.reason
+                    );
+                }
+            }
             let fragment = entry.message.as_deref().unwrap_or("");
             if fragment.chars().filter(|&c| c != '*').count() < MIN_FRAGMENT {
                 bail!(
@@ -196,14 +233,16 @@ impl Expectations {
         }
     }
 
-    /// The entry that explains this failure of `trial`, if any, counting it
-    /// as used: its reason and id.
+    /// The entry that explains this failure of `trial`, whose outputs have
+    /// the properties `seen`, if any, counting it as used: its reason and
+    /// id.
     pub fn explain(
         &self,
         trial: &str,
         backend: &str,
         kind: FailureKind,
         message: &str,
+        seen: &[String],
     ) -> Option<Explained> {
         // An entry that lists the trial explains it before one for any
         // trial, so that the listing is what its failure is held to.
@@ -211,7 +250,7 @@ impl Expectations {
             self.expected_failure.iter().position(|e| {
                 e.trial.is_some() == listed
                     && e.applies_to(trial, backend)
-                    && e.explains(kind, message)
+                    && e.explains(kind, message, seen)
             })
         };
         let k = fits(true).or_else(|| fits(false))?;
@@ -370,7 +409,7 @@ mod tests {
         assert_eq!(e.unexplained("ours").len(), 1);
         // Another kind, or the same kind with another message, is not it.
         assert_eq!(
-            reason(e.explain("node/a", "ours", FailureKind::Error, values)),
+            reason(e.explain("node/a", "ours", FailureKind::Error, values, &[])),
             None
         );
         assert_eq!(
@@ -378,20 +417,67 @@ mod tests {
                 "node/a",
                 "ours",
                 FailureKind::Values,
-                "output 1 'z' differs"
+                "output 1 'z' differs",
+                &[]
             )),
             None
         );
         assert_eq!(
-            reason(e.explain("node/b", "ours", FailureKind::Values, values)),
+            reason(e.explain("node/b", "ours", FailureKind::Values, values, &[])),
             None
         );
         assert_eq!(e.unexplained("ours").len(), 1, "no match is no use");
         assert_eq!(
-            reason(e.explain("node/a", "ours", FailureKind::Values, values)),
+            reason(e.explain("node/a", "ours", FailureKind::Values, values, &[])),
             Some("known".into())
         );
         assert!(e.unexplained("ours").is_empty());
+    }
+
+    #[test]
+    fn an_entry_asking_for_a_property_explains_only_outputs_that_show_it() {
+        let e = Expectations::parse(
+            "[[expected_failure]]\nbackend = \"rten\"\nfailure = \"values\"\nmessage = \"(tensor(double)\"\nobserved = [\"float_arithmetic\"]\nreason = \"double in float32\"\n",
+        )
+        .unwrap();
+        let values = "output 0 'y' (tensor(double), shape [4]): 4 of 4 values differ";
+        let float = ["float_arithmetic".to_string()];
+        // The same message from outputs that are not float32 arithmetic
+        // (a shifted window, say) is another bug.
+        assert_eq!(
+            reason(e.explain("node/a", "rten", FailureKind::Values, values, &[])),
+            None
+        );
+        assert_eq!(e.unexplained("rten").len(), 1);
+        assert_eq!(
+            reason(e.explain("node/a", "rten", FailureKind::Values, values, &float)),
+            Some("double in float32".into())
+        );
+        assert!(e.unexplained("rten").is_empty());
+        assert!(e.expected_failure[0]
+            .describe()
+            .ends_with("with outputs showing float_arithmetic"));
+    }
+
+    #[test]
+    fn observed_properties_are_known_names_on_values_failures() {
+        let entry = |failure: &str, observed: &str| {
+            Expectations::parse(&format!(
+                "[[expected_failure]]\nfailure = \"{failure}\"\nmessage = \"values differ\"\nobserved = {observed}\nreason = \"r\"\n"
+            ))
+            .map(|_| ())
+            .map_err(|e| format!("{e:#}"))
+        };
+        assert_eq!(entry("values", "[\"float_arithmetic\"]"), Ok(()));
+        let unknown = entry("values", "[\"float_arithmetc\"]").unwrap_err();
+        assert!(
+            unknown.contains("unknown property \"float_arithmetc\""),
+            "{unknown}"
+        );
+        let empty = entry("values", "[]").unwrap_err();
+        assert!(empty.contains("empty `observed`"), "{empty}");
+        let error = entry("error", "[\"float_arithmetic\"]").unwrap_err();
+        assert!(error.contains("only a values failure"), "{error}");
     }
 
     #[test]
@@ -406,19 +492,25 @@ mod tests {
         let msg =
             "onnxruntime rejected the model: Could not find an implementation for Pad(1) node";
         assert_eq!(
-            reason(e.explain("node/x", "onnxruntime", FailureKind::Panic, msg)),
+            reason(e.explain("node/x", "onnxruntime", FailureKind::Panic, msg, &[])),
             None
         );
         assert_eq!(
-            reason(e.explain("node/x", "onnxruntime", FailureKind::Error, msg)),
+            reason(e.explain("node/x", "onnxruntime", FailureKind::Error, msg, &[])),
             Some("no kernel".into())
         );
         assert_eq!(
-            reason(e.explain("node/x", "onnxruntime", FailureKind::Error, "values differ")),
+            reason(e.explain(
+                "node/x",
+                "onnxruntime",
+                FailureKind::Error,
+                "values differ",
+                &[]
+            )),
             None
         );
         assert_eq!(
-            reason(e.explain("node/x", "ours", FailureKind::Error, msg)),
+            reason(e.explain("node/x", "ours", FailureKind::Error, msg, &[])),
             None
         );
         assert!(e.unused(&[], "onnxruntime").is_empty());
@@ -434,7 +526,7 @@ mod tests {
         .unwrap();
         let m = "tract panicked: attempt to add with overflow";
         assert_eq!(
-            reason(e.explain("d/x@Pad-11", "tract", FailureKind::Panic, m)),
+            reason(e.explain("d/x@Pad-11", "tract", FailureKind::Panic, m, &[])),
             Some("listed".into())
         );
         assert_eq!(
@@ -443,7 +535,7 @@ mod tests {
             "the entry for any trial is unused"
         );
         assert_eq!(
-            reason(e.explain("d/y", "tract", FailureKind::Panic, m)),
+            reason(e.explain("d/y", "tract", FailureKind::Panic, m, &[])),
             Some("any".into())
         );
         assert!(e.unexplained("tract").is_empty());
@@ -461,7 +553,7 @@ mod tests {
         );
         let e = Expectations::parse(&text).unwrap();
         assert_eq!(
-            reason(e.explain("a", "ours", FailureKind::Panic, "broadcast")),
+            reason(e.explain("a", "ours", FailureKind::Panic, "broadcast", &[])),
             None
         );
         assert!(e.unexplained("ours").is_empty());
@@ -482,7 +574,13 @@ mod tests {
         assert_eq!(e.ids("rten").len(), 1);
         assert!(e.ids("ours").is_empty());
         let x = e
-            .explain("d/x", "tract", FailureKind::Panic, "tract panicked: no")
+            .explain(
+                "d/x",
+                "tract",
+                FailureKind::Panic,
+                "tract panicked: no",
+                &[],
+            )
             .unwrap();
         assert_eq!(x.id, e.ids("tract")[0]);
     }

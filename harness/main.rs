@@ -455,7 +455,9 @@ fn judge(c: &Ctx, name: &str, expect: &Expect, v: &Verdict) -> Judged {
             },
         };
     };
-    if let Some(Explained { reason, id }) = c.expectations.explain(name, backend, kind, &m) {
+    if let Some(Explained { reason, id }) =
+        c.expectations.explain(name, backend, kind, &m, &v.observed)
+    {
         // The record keeps what failed as well as why it is listed: the
         // scoreboard shows a known wrong answer as a wrong answer.
         let record = format!("known ({reason}): [{kind}] {m}");

@@ -38,6 +38,9 @@ pub struct Verdict {
     /// Set when every output is right but only under arithmetic the spec
     /// leaves open (float16 Conv summed in float16): what was seen.
     pub undefined: Option<String>,
+    /// For a values failure, the properties the outputs show
+    /// (`onnx_conformance::observed`), which an expected failure may ask for.
+    pub observed: Vec<String>,
 }
 
 impl Verdict {
@@ -50,6 +53,7 @@ impl Verdict {
             max_rel: f64::NAN,
             bound_units: None,
             undefined: None,
+            observed: Vec::new(),
         }
     }
 }
@@ -263,6 +267,8 @@ pub fn run_prepared_with(
     };
     verdict.failure = Some(format!("{label}:\n  {}\n  {saved}", problems.join("\n  ")));
     verdict.kind = Some(FailureKind::Values);
+    let right: Vec<Tensor> = p.outputs.iter().map(|(_, t)| t.clone()).collect();
+    verdict.observed = onnx_conformance::observed::observed(&p.model, &p.inputs, &right, &actual);
     verdict
 }
 

@@ -16,6 +16,7 @@ pub mod fuzz;
 pub mod graph;
 pub mod limits;
 pub mod model;
+pub mod observed;
 pub mod ops;
 pub mod proto;
 pub mod schema;

@@ -1,0 +1,239 @@
+//! Properties of a runtime's outputs that say what it computed, read from
+//! the outputs themselves rather than from the case's parameters: an
+//! expected failure (`cases/expectations.toml`, key `observed`) or a
+//! differential finding (`cases/differential/known.toml`, `when`) that
+//! describes what a runtime computes names such a property, so that it
+//! cannot also excuse another bug met in the same kind of case.
+
+use crate::{error_bound, graph, DataType, Model, Tensor};
+
+/// The properties [`observed`] knows, by the name entries use.
+pub const PROPERTIES: &[&str] = &["float_arithmetic"];
+
+/// The properties of [`PROPERTIES`] that `theirs` has, for the
+/// single-node `model` run on `inputs` whose right outputs are `right`.
+pub fn observed(
+    model: &Model,
+    inputs: &[Tensor],
+    right: &[Tensor],
+    theirs: &[Tensor],
+) -> Vec<String> {
+    let mut seen = Vec::new();
+    // The properties describe one operator's arithmetic; in a larger graph
+    // the first node's inputs are not the graph's.
+    if model.graph.nodes.len() != 1 {
+        return seen;
+    }
+    if float_arithmetic(model, inputs, right, theirs) {
+        seen.push("float_arithmetic".to_string());
+    }
+    seen
+}
+
+/// `float_arithmetic`: every output of theirs is what float32 arithmetic
+/// on the inputs rounded to float32 gives, where the case is double and
+/// `right` is the double result (the data set's expected outputs in the
+/// harness; in a differential run ours, which the oracle settles before
+/// any finding applies).
+///
+/// Pad moves values, so theirs must hold exactly the right values rounded
+/// to float32.
+/// A Conv computed in float32 from rounded inputs lies within
+/// `gamma_{n+2} * (sum |w*x| + |b|)` of the exact result (two input
+/// roundings per product on top of the n-term sum; Higham's model as in
+/// `error_bound`), and the double result within far less; twice the strict float32
+/// bound (`2 * 2 * gamma_n * ...`) covers that for every n >= 1. A wrong
+/// window or a dropped term differs by a sizeable part of the sum, far
+/// outside it.
+pub fn float_arithmetic(
+    model: &Model,
+    inputs: &[Tensor],
+    right: &[Tensor],
+    theirs: &[Tensor],
+) -> bool {
+    let Some(node) = model.graph.nodes.first() else {
+        return false;
+    };
+    if right.len() != theirs.len() || right.iter().any(|t| t.dtype() != DataType::Double) {
+        return false;
+    }
+    let pairs = || {
+        right
+            .iter()
+            .zip(theirs)
+            .map(|(o, t)| (o.array::<f64>(), t.array::<f64>()))
+    };
+    if pairs().any(|(o, t)| !matches!((o, t), (Some(o), Some(t)) if o.shape() == t.shape())) {
+        return false;
+    }
+    match node.op_type.as_str() {
+        "Pad" => pairs().all(|(o, t)| {
+            let (o, t) = (o.expect("checked"), t.expect("checked"));
+            o.iter().zip(t).all(|(&o, &t)| {
+                ((o as f32) as f64).to_bits() == t.to_bits() || (o.is_nan() && t.is_nan())
+            })
+        }),
+        "Conv" => {
+            let value = |name: &String| -> Option<Tensor> {
+                let a = graph::given_value(model, inputs, name)
+                    .ok()?
+                    .array::<f64>()?;
+                Some(Tensor::from_vec(
+                    a.shape(),
+                    a.iter().map(|&v| v as f32).collect(),
+                ))
+            };
+            let arg = |k: usize| node.inputs.get(k).filter(|n| !n.is_empty());
+            let (Some(x), Some(w)) = (arg(0).and_then(value), arg(1).and_then(value)) else {
+                return false;
+            };
+            let b = match arg(2) {
+                Some(name) => match value(name) {
+                    Some(b) => Some(b),
+                    None => return false,
+                },
+                None => None,
+            };
+            let Ok(bound) = error_bound::conv(node, &x, &w, b.as_ref()) else {
+                return false;
+            };
+            let (o, t) = (
+                right[0].array::<f64>().expect("checked"),
+                theirs[0].array::<f64>().expect("checked"),
+            );
+            o.len() == bound.bound.len()
+                && o.iter()
+                    .zip(t)
+                    .enumerate()
+                    .all(|(i, (&o, &t))| (o - t).abs() <= 2.0 * bound.at(i, o))
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{AttrValue, Attribute, Graph, Node, ValueInfo};
+
+    fn model(
+        op: &str,
+        inputs: &[&str],
+        initializers: Vec<(String, Tensor)>,
+        attributes: Vec<Attribute>,
+    ) -> Model {
+        Model {
+            ir_version: 8,
+            opset_import: vec![(String::new(), 18)],
+            graph: Graph {
+                name: "g".into(),
+                nodes: vec![Node {
+                    op_type: op.into(),
+                    inputs: inputs.iter().map(|s| s.to_string()).collect(),
+                    outputs: vec!["y".into()],
+                    attributes,
+                    ..Node::default()
+                }],
+                initializers,
+                inputs: vec![ValueInfo {
+                    name: "x".into(),
+                    ..ValueInfo::default()
+                }],
+                outputs: vec![ValueInfo {
+                    name: "y".into(),
+                    ..ValueInfo::default()
+                }],
+            },
+        }
+    }
+
+    fn doubles(v: &[f64]) -> Tensor {
+        Tensor::from_vec(&[v.len()], v.to_vec())
+    }
+
+    fn rounded(v: &[f64]) -> Vec<f64> {
+        v.iter().map(|&v| v as f32 as f64).collect()
+    }
+
+    #[test]
+    fn pad_in_float_is_ours_rounded_and_nothing_else() {
+        let m = model(
+            "Pad",
+            &["x", "pads"],
+            vec![("pads".into(), Tensor::from_vec(&[2], vec![1i64, 0]))],
+            vec![],
+        );
+        let ours = [0.0, 0.1, -2.3, 1e-40];
+        let float = |v: &[f64]| {
+            float_arithmetic(&m, &[doubles(&ours[1..])], &[doubles(&ours)], &[doubles(v)])
+        };
+        assert!(float(&rounded(&ours)));
+        // The double result itself is not float arithmetic.
+        assert!(!float(&ours));
+        // A misplaced element is another bug.
+        assert!(!float(&rounded(&[0.0, -2.3, 0.1, 1e-40])));
+        // Another element type, or another shape, is not this property.
+        let f32s = Tensor::from_vec(&[4], vec![0.0f32, 0.1, -2.3, 0.0]);
+        assert!(!float_arithmetic(
+            &m,
+            &[],
+            std::slice::from_ref(&f32s),
+            std::slice::from_ref(&f32s)
+        ));
+        assert!(!float(&rounded(&ours[..3])));
+    }
+
+    #[test]
+    fn conv_in_float_is_within_the_float_bound_and_a_shifted_window_is_not() {
+        // A 1-D Conv, kernel 3, pads 1: y[i] = b + sum_t w[t] x[i + t - 1].
+        let (x, w, b) = (
+            vec![0.3, -1.7, 2.9, 0.11, -0.6],
+            vec![1.3, -0.2, 0.77],
+            0.05,
+        );
+        let exact = |shift: i64| -> Vec<f64> {
+            (0..5i64)
+                .map(|i| {
+                    b + (0..3i64)
+                        .filter_map(|t| {
+                            x.get(usize::try_from(i + t - 1 + shift).ok()?)
+                                .map(|&xv| w[t as usize] * xv)
+                        })
+                        .sum::<f64>()
+                })
+                .collect()
+        };
+        let in_float: Vec<f64> = (0..5i64)
+            .map(|i| {
+                let mut s = b as f32;
+                for t in 0..3i64 {
+                    if let Some(&xv) = usize::try_from(i + t - 1).ok().and_then(|j| x.get(j)) {
+                        s += w[t as usize] as f32 * xv as f32;
+                    }
+                }
+                s as f64
+            })
+            .collect();
+        let m = model(
+            "Conv",
+            &["x", "w", "b"],
+            vec![
+                ("w".into(), Tensor::from_vec(&[1, 1, 3], w.clone())),
+                ("b".into(), Tensor::from_vec(&[1], vec![b])),
+            ],
+            vec![Attribute::new("pads", AttrValue::Ints(vec![1, 1]))],
+        );
+        let t = |v: Vec<f64>| Tensor::from_vec(&[1, 1, 5], v);
+        let inputs = [Tensor::from_vec(&[1, 1, 5], x.clone())];
+        let float = |v: Vec<f64>| float_arithmetic(&m, &inputs, &[t(exact(0))], &[t(v)]);
+        assert_ne!(in_float, exact(0));
+        assert!(float(in_float));
+        assert!(float(exact(0)));
+        // The window one position late (SAME_LOWER read as SAME_UPPER).
+        assert!(!float(exact(1)));
+        // A thousand float32 units off on one value is not rounding.
+        let mut far = exact(0);
+        far[2] += 1000.0 * f32::EPSILON as f64 * far[2].abs();
+        assert!(!float(far));
+    }
+}
