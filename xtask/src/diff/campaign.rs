@@ -56,7 +56,8 @@ pub struct Summary {
     /// Rows sorted by (op, version, feature).
     pub rows: Vec<Row>,
     pub disagreements: usize,
-    /// Disagreements where the oracle sides with the other runtime.
+    /// Disagreements where the oracle finds our result wrong: it sides
+    /// with the other runtime, or with neither.
     pub ours_wrong: Vec<Line>,
     /// Disagreements neither settled for us by a known finding nor undefined.
     pub failures: Vec<Line>,

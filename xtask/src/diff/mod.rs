@@ -691,11 +691,10 @@ pub fn run(args: Args) -> Result<()> {
                 why.chars().take(200).collect::<String>()
             ),
         };
-        match settled {
-            Settled::TheirsRight => ours_wrong.push(line),
-            Settled::OursRight if reason.is_some() => {}
-            Settled::BothRight | Settled::Undefined => {}
-            _ => failures.push(line),
+        match standing(settled, reason.is_some()) {
+            Standing::OursWrong => ours_wrong.push(line),
+            Standing::Accounted => {}
+            Standing::Unexplained => failures.push(line),
         }
     }
     let summary = Summary {
@@ -723,13 +722,40 @@ pub fn run(args: Args) -> Result<()> {
     conclude(&summary, args.strict)
 }
 
+/// Where a settled disagreement leaves the run.
+#[derive(Debug, PartialEq)]
+enum Standing {
+    /// The oracle finds our result wrong: fails every run.
+    OursWrong,
+    /// Both right, undefined by the spec, or theirs wrong as a known
+    /// finding says.
+    Accounted,
+    /// Anything else (theirs wrong with no finding for it, not settled):
+    /// fails a `--strict` run.
+    Unexplained,
+}
+
+/// The standing of a disagreement the oracle settled as `settled`, where
+/// `known` says whether a finding explains it (findings apply only when
+/// ours is right).
+fn standing(settled: Settled, known: bool) -> Standing {
+    match settled {
+        // Neither: our result is not the spec's either (or we refuse a
+        // valid model), so it is our bug whatever theirs is.
+        Settled::TheirsRight | Settled::Neither => Standing::OursWrong,
+        Settled::OursRight if known => Standing::Accounted,
+        Settled::BothRight | Settled::Undefined => Standing::Accounted,
+        Settled::OursRight | Settled::Unsettled => Standing::Unexplained,
+    }
+}
+
 /// Lists what the campaign holds against us and fails the run on it:
 /// always for a disagreement the oracle settles for the other runtime,
 /// with `strict` for any that no known finding settles for us.
 fn conclude(s: &Summary, strict: bool) -> Result<()> {
     if !s.ours_wrong.is_empty() {
         println!(
-            "{} disagreements where the oracle sides with {} (our bug):",
+            "{} disagreements where the oracle sides with {} or with neither side (our bug):",
             s.ours_wrong.len(),
             s.against
         );
@@ -748,7 +774,7 @@ fn conclude(s: &Summary, strict: bool) -> Result<()> {
     }
     if !s.ours_wrong.is_empty() {
         bail!(
-            "{} disagreements against {} where the oracle sides with {}: our kernels are wrong there",
+            "{} disagreements against {} where the oracle finds our result wrong (it sides with {} or with neither): our kernels are wrong there",
             s.ours_wrong.len(),
             s.against,
             s.against
@@ -867,6 +893,20 @@ fn print_table(s: &Summary) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn our_wrong_result_fails_every_run_whatever_theirs_is() {
+        for known in [false, true] {
+            assert_eq!(standing(Settled::TheirsRight, known), Standing::OursWrong);
+            // Both sides wrong is still our bug, not a strict-only failure.
+            assert_eq!(standing(Settled::Neither, known), Standing::OursWrong);
+            assert_eq!(standing(Settled::BothRight, known), Standing::Accounted);
+            assert_eq!(standing(Settled::Undefined, known), Standing::Accounted);
+            assert_eq!(standing(Settled::Unsettled, known), Standing::Unexplained);
+        }
+        assert_eq!(standing(Settled::OursRight, true), Standing::Accounted);
+        assert_eq!(standing(Settled::OursRight, false), Standing::Unexplained);
+    }
 
     fn conv(auto_pad: &'static str, strides: Vec<usize>) -> Case {
         Case::Conv(gen::ConvCase {
