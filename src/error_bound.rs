@@ -135,7 +135,8 @@ fn ints(node: &Node, name: &str) -> Result<Option<Vec<i64>>, String> {
     }
 }
 
-fn values(t: &Tensor) -> Result<Vec<f64>, String> {
+/// A float tensor's values as f64 (the types a Conv takes).
+pub(crate) fn values(t: &Tensor) -> Result<Vec<f64>, String> {
     Ok(match t.storage() {
         Storage::F32(a) => a.iter().map(|v| *v as f64).collect(),
         Storage::F64(a) => a.iter().copied().collect(),
@@ -207,6 +208,19 @@ fn axes(node: &Node, x: &[usize], w: &[usize]) -> Result<Vec<Axis>, String> {
 /// bound of summing in the type itself: see the module doc), with one-line
 /// derivations for reports.
 pub fn conv(node: &Node, x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<ErrorBound, String> {
+    conv_with_sums(node, x, w, b).map(|(bound, _)| bound)
+}
+
+/// [`conv`] and, from the same loop, each output's value summed in f64
+/// (row-major): what the node computes, to within f64 rounding, for
+/// telling apart what another runtime computed (`observed.rs`), never as
+/// an expected output.
+pub fn conv_with_sums(
+    node: &Node,
+    x: &Tensor,
+    w: &Tensor,
+    b: Option<&Tensor>,
+) -> Result<(ErrorBound, Vec<f64>), String> {
     let dtype = x.dtype();
     let arith =
         Arithmetic::of(dtype).ok_or_else(|| format!("Conv on tensor({dtype}) has no bound"))?;
@@ -233,24 +247,29 @@ pub fn conv(node: &Node, x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<E
             "the error bound would need {work} multiply-adds (more than {MAX_BOUND_WORK})"
         ));
     }
+    let (xv, wv) = (values(x)?, values(w)?);
+    let bv = match b {
+        Some(t) => values(t)?,
+        None => Vec::new(),
+    };
     if k == 0 {
         // No input channels: every output is its bias, or zero, moved into
         // the output without an operation, so nothing rounds.
-        return Ok(ErrorBound {
-            bound: vec![0.0; batch * maps * outputs],
-            relative: 0.0,
-            derivation:
-                "0: no input channels, every output is its bias (or 0), computed by no operation"
-                    .into(),
-            unspecified: None,
-        });
+        let sums = (0..batch * maps * outputs)
+            .map(|i| bv.get(i / outputs % maps).copied().unwrap_or(0.0))
+            .collect();
+        return Ok((
+            ErrorBound {
+                bound: vec![0.0; batch * maps * outputs],
+                relative: 0.0,
+                derivation:
+                    "0: no input channels, every output is its bias (or 0), computed by no operation"
+                        .into(),
+                unspecified: None,
+            },
+            sums,
+        ));
     }
-    let abs = |t: &Tensor| values(t).map(|v| v.into_iter().map(f64::abs).collect::<Vec<_>>());
-    let (xv, wv) = (abs(x)?, abs(w)?);
-    let bv = match b {
-        Some(t) => abs(t)?,
-        None => Vec::new(),
-    };
     let n_terms = k + usize::from(b.is_some());
     let in_plane: usize = geo.iter().map(|g| g.0).product();
     let maps_per_group = maps / group;
@@ -272,20 +291,24 @@ pub fn conv(node: &Node, x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<E
     }
     let wide = arith.in_output_type();
     let mut bound = Vec::with_capacity(batch * maps * outputs);
+    let mut sums = Vec::with_capacity(batch * maps * outputs);
     let mut wide_bound = Vec::with_capacity(if wide.is_some() { bound.capacity() } else { 0 });
     for img in 0..batch {
         for m in 0..maps {
             let first_channel = (m / maps_per_group) * per_group;
             let bias = bv.get(m).copied().unwrap_or(0.0);
             for window in &windows {
-                let mut magnitude = bias;
+                let (mut magnitude, mut sum) = (bias.abs(), bias);
                 for c in 0..per_group {
                     let xs = &xv[(img * channels + first_channel + c) * in_plane..][..in_plane];
                     let ws = &wv[(m * per_group + c) * taps..][..taps];
                     for &(t, offset) in window {
-                        magnitude += ws[t] * xs[offset];
+                        let product = ws[t] * xs[offset];
+                        magnitude += product.abs();
+                        sum += product;
                     }
                 }
+                sums.push(sum);
                 bound.push(arith.bound(n_terms, magnitude));
                 if let Some(wide) = &wide {
                     wide_bound.push(wide.bound(n_terms, magnitude));
@@ -314,12 +337,15 @@ pub fn conv(node: &Node, x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<E
             unspecified: None,
         })
     });
-    Ok(ErrorBound {
-        bound,
-        relative: arith.relative(),
-        derivation,
-        unspecified,
-    })
+    Ok((
+        ErrorBound {
+            bound,
+            relative: arith.relative(),
+            derivation,
+            unspecified,
+        },
+        sums,
+    ))
 }
 
 /// Row-major digits of `flat` over the extents `extent(axis)`.

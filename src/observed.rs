@@ -5,10 +5,12 @@
 //! describes what a runtime computes names such a property, so that it
 //! cannot also excuse another bug met in the same kind of case.
 
+use crate::compare::ErrorBound;
+use crate::model::{AttrValue, Node};
 use crate::{error_bound, graph, DataType, Model, Tensor};
 
 /// The properties [`observed`] knows, by the name entries use.
-pub const PROPERTIES: &[&str] = &["float_arithmetic"];
+pub const PROPERTIES: &[&str] = &["float_arithmetic", "same_lower_read_as_upper"];
 
 /// The properties of [`PROPERTIES`] that `theirs` has, for the
 /// single-node `model` run on `inputs` whose right outputs are `right`.
@@ -27,6 +29,9 @@ pub fn observed(
     if float_arithmetic(model, inputs, right, theirs) {
         seen.push("float_arithmetic".to_string());
     }
+    if same_lower_read_as_upper(model, inputs, theirs) {
+        seen.push("same_lower_read_as_upper".to_string());
+    }
     seen
 }
 
@@ -37,14 +42,7 @@ pub fn observed(
 /// any finding applies).
 ///
 /// Pad moves values, so theirs must hold exactly the right values rounded
-/// to float32.
-/// A Conv computed in float32 from rounded inputs lies within
-/// `gamma_{n+2} * (sum |w*x| + |b|)` of the exact result (two input
-/// roundings per product on top of the n-term sum; Higham's model as in
-/// `error_bound`), and the double result within far less; twice the strict float32
-/// bound (`2 * 2 * gamma_n * ...`) covers that for every n >= 1. A wrong
-/// window or a dropped term differs by a sizeable part of the sum, far
-/// outside it.
+/// to float32. A Conv must lie [`near`] the double result.
 pub fn float_arithmetic(
     model: &Model,
     inputs: &[Tensor],
@@ -74,41 +72,92 @@ pub fn float_arithmetic(
             })
         }),
         "Conv" => {
-            let value = |name: &String| -> Option<Tensor> {
-                let a = graph::given_value(model, inputs, name)
-                    .ok()?
-                    .array::<f64>()?;
-                Some(Tensor::from_vec(
-                    a.shape(),
-                    a.iter().map(|&v| v as f32).collect(),
-                ))
-            };
-            let arg = |k: usize| node.inputs.get(k).filter(|n| !n.is_empty());
-            let (Some(x), Some(w)) = (arg(0).and_then(value), arg(1).and_then(value)) else {
-                return false;
-            };
-            let b = match arg(2) {
-                Some(name) => match value(name) {
-                    Some(b) => Some(b),
-                    None => return false,
-                },
-                None => None,
-            };
-            let Ok(bound) = error_bound::conv(node, &x, &w, b.as_ref()) else {
-                return false;
-            };
-            let (o, t) = (
+            let (double, t) = (
                 right[0].array::<f64>().expect("checked"),
                 theirs[0].array::<f64>().expect("checked"),
             );
-            o.len() == bound.bound.len()
-                && o.iter()
-                    .zip(t)
-                    .enumerate()
-                    .all(|(i, (&o, &t))| (o - t).abs() <= 2.0 * bound.at(i, o))
+            let (double, t): (Vec<f64>, Vec<f64>) = (
+                double.iter().copied().collect(),
+                t.iter().copied().collect(),
+            );
+            in_float(model, inputs, node).is_some_and(|(bound, _)| near(&bound, &double, &t))
         }
         _ => false,
     }
+}
+
+/// `same_lower_read_as_upper`: a Conv with `auto_pad` SAME_LOWER whose
+/// output is what SAME_UPPER gives (the odd unit of padding at the end
+/// instead of the beginning, so the window sits one position late on
+/// those axes), as float32 arithmetic computes it ([`near`]), where the
+/// two paddings give different outputs at all (with an even total padding
+/// they are the same, and there is nothing to read wrongly). Right
+/// outputs and other wrong windows are far from it.
+pub fn same_lower_read_as_upper(model: &Model, inputs: &[Tensor], theirs: &[Tensor]) -> bool {
+    let Some(node) = model.graph.nodes.first() else {
+        return false;
+    };
+    let same_lower =
+        matches!(node.attribute("auto_pad"), Some(AttrValue::String(p)) if p == "SAME_LOWER");
+    if node.op_type != "Conv" || !same_lower || theirs.len() != 1 {
+        return false;
+    }
+    let mut upper = node.clone();
+    for a in &mut upper.attributes {
+        if a.name == "auto_pad" {
+            a.value = AttrValue::String("SAME_UPPER".into());
+        }
+    }
+    let (Some((bound, upper)), Some((_, lower)), Ok(t)) = (
+        in_float(model, inputs, &upper),
+        in_float(model, inputs, node),
+        error_bound::values(&theirs[0]),
+    ) else {
+        return false;
+    };
+    near(&bound, &upper, &t) && !near(&bound, &upper, &lower)
+}
+
+/// The strict float32 bound of a Conv `node` and its f64 sums, both on
+/// `model`'s inputs rounded to float32 (the graph's inputs and
+/// initializers only; None where one is computed or not a float).
+fn in_float(model: &Model, inputs: &[Tensor], node: &Node) -> Option<(ErrorBound, Vec<f64>)> {
+    let value = |name: &String| -> Option<Tensor> {
+        let t = graph::given_value(model, inputs, name).ok()?;
+        let v = error_bound::values(t).ok()?;
+        Some(Tensor::from_vec(
+            t.shape(),
+            v.iter().map(|&v| v as f32).collect(),
+        ))
+    };
+    let arg = |k: usize| node.inputs.get(k).filter(|n| !n.is_empty());
+    let x = value(arg(0)?)?;
+    let w = value(arg(1)?)?;
+    let b = match arg(2) {
+        Some(name) => Some(value(name)?),
+        None => None,
+    };
+    error_bound::conv_with_sums(node, &x, &w, b.as_ref()).ok()
+}
+
+/// Whether `theirs` lies within twice `bound` (a strict float32 bound from
+/// [`in_float`]) of `reference`, element by element.
+///
+/// A Conv computed in float32 from rounded inputs lies within
+/// `gamma_{n+2} * (sum |w*x| + |b|)` of the exact result on the unrounded
+/// ones (two input roundings per product on top of the n-term sum;
+/// Higham's model as in `error_bound`), and a double result or the f64
+/// sums within far less; twice the strict float32 bound
+/// (`2 * 2 * gamma_n * ...`) covers that for every n >= 1. A wrong window
+/// or a dropped term differs by a sizeable part of the sum, far outside it.
+fn near(bound: &ErrorBound, reference: &[f64], theirs: &[f64]) -> bool {
+    reference.len() == bound.bound.len()
+        && theirs.len() == reference.len()
+        && reference
+            .iter()
+            .zip(theirs)
+            .enumerate()
+            .all(|(i, (&r, &t))| (r - t).abs() <= 2.0 * bound.at(i, r))
 }
 
 #[cfg(test)]
@@ -235,5 +284,70 @@ mod tests {
         let mut far = exact(0);
         far[2] += 1000.0 * f32::EPSILON as f64 * far[2].abs();
         assert!(!float(far));
+    }
+
+    #[test]
+    fn same_lower_read_as_upper_is_the_window_one_late_and_nothing_else() {
+        // A 1-D float Conv, kernel 2, stride 1, SAME_*: one unit of padding,
+        // at the beginning for SAME_LOWER (y[i] = w0 x[i-1] + w1 x[i]) and
+        // at the end for SAME_UPPER (y[i] = w0 x[i] + w1 x[i+1]).
+        let (x, w) = (vec![0.3f32, -1.7, 2.9, 0.11, -0.6], vec![1.3f32, -0.2]);
+        let at = |i: i64| {
+            usize::try_from(i)
+                .ok()
+                .and_then(|i| x.get(i))
+                .copied()
+                .unwrap_or(0.0)
+        };
+        let window = |first: i64| -> Vec<f32> {
+            (0..5i64)
+                .map(|i| w[0] * at(i + first) + w[1] * at(i + first + 1))
+                .collect()
+        };
+        let (lower, upper) = (window(-1), window(0));
+        let conv = |auto_pad: &str| {
+            model(
+                "Conv",
+                &["x", "w"],
+                vec![("w".into(), Tensor::from_vec(&[1, 1, 2], w.clone()))],
+                vec![Attribute::new(
+                    "auto_pad",
+                    AttrValue::String(auto_pad.into()),
+                )],
+            )
+        };
+        let inputs = [Tensor::from_vec(&[1, 1, 5], x.clone())];
+        let seen = |m: &Model, y: &[f32]| {
+            same_lower_read_as_upper(m, &inputs, &[Tensor::from_vec(&[1, 1, 5], y.to_vec())])
+        };
+        let m = conv("SAME_LOWER");
+        assert!(seen(&m, &upper));
+        // The right output, or the window one place early, is not it.
+        assert!(!seen(&m, &lower));
+        assert!(!seen(&m, &window(-2)));
+        // One value off by a thousand float32 units is another bug.
+        let mut far = upper.clone();
+        far[2] += 1000.0 * f32::EPSILON * far[2].abs();
+        assert!(!seen(&m, &far));
+        // Only a SAME_LOWER node can be read as SAME_UPPER.
+        assert!(!seen(&conv("SAME_UPPER"), &upper));
+        // A kernel of 3 pads one unit on each side either way: nothing to
+        // read wrongly, so not even the right output shows the property.
+        let w3 = vec![1.3f32, -0.2, 0.77];
+        let even = model(
+            "Conv",
+            &["x", "w"],
+            vec![("w".into(), Tensor::from_vec(&[1, 1, 3], w3.clone()))],
+            vec![Attribute::new(
+                "auto_pad",
+                AttrValue::String("SAME_LOWER".into()),
+            )],
+        );
+        let centred: Vec<f32> = (0..5i64)
+            .map(|i| (0..3).map(|t| w3[t as usize] * at(i + t - 1)).sum())
+            .collect();
+        assert!(!seen(&even, &centred));
+        let m = model("Pad", &["x"], vec![], vec![]);
+        assert!(!same_lower_read_as_upper(&m, &inputs, &inputs));
     }
 }
