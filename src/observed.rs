@@ -10,7 +10,11 @@ use crate::model::{AttrValue, Node};
 use crate::{error_bound, graph, DataType, Model, Tensor};
 
 /// The properties [`observed`] knows, by the name entries use.
-pub const PROPERTIES: &[&str] = &["float_arithmetic", "same_lower_read_as_upper"];
+pub const PROPERTIES: &[&str] = &[
+    "float_arithmetic",
+    "same_lower_read_as_upper",
+    "same_pad_unclamped",
+];
 
 /// The properties of [`PROPERTIES`] that `theirs` has, for the
 /// single-node `model` run on `inputs` whose right outputs are `right`.
@@ -31,6 +35,9 @@ pub fn observed(
     }
     if same_lower_read_as_upper(model, inputs, theirs) {
         seen.push("same_lower_read_as_upper".to_string());
+    }
+    if same_pad_unclamped(model, inputs, theirs) {
+        seen.push("same_pad_unclamped".to_string());
     }
     seen
 }
@@ -118,12 +125,88 @@ pub fn same_lower_read_as_upper(model: &Model, inputs: &[Tensor], theirs: &[Tens
     near(&bound, &upper, &t) && !near(&bound, &upper, &lower)
 }
 
-/// The strict float32 bound of a Conv `node` and its f64 sums, both on
-/// `model`'s inputs rounded to float32 (the graph's inputs and
-/// initializers only; None where one is computed or not a float).
+/// `same_pad_unclamped`: a Conv with `auto_pad` SAME_UPPER or SAME_LOWER
+/// whose total padding on some axis, `(ceil(n / s) - 1) * s + span - n`,
+/// is negative (the spec clamps it at 0), and whose output is what that
+/// negative padding gives when it is split as integer division toward
+/// zero splits it (`total / 2` before for SAME_UPPER, `(total + 1) / 2`
+/// for SAME_LOWER, the rest after): the window starts `-begin` elements
+/// late on those axes. Computed as [`same_lower_read_as_upper`] is, and
+/// only where it differs from the spec's output.
+pub fn same_pad_unclamped(model: &Model, inputs: &[Tensor], theirs: &[Tensor]) -> bool {
+    let Some(node) = model.graph.nodes.first() else {
+        return false;
+    };
+    let upper = match node.attribute("auto_pad") {
+        Some(AttrValue::String(p)) if p == "SAME_UPPER" => true,
+        Some(AttrValue::String(p)) if p == "SAME_LOWER" => false,
+        _ => return false,
+    };
+    if node.op_type != "Conv" || theirs.len() != 1 {
+        return false;
+    }
+    let (Some(x), Some(w)) = (
+        node.inputs
+            .first()
+            .and_then(|n| graph::given_value(model, inputs, n).ok()),
+        node.inputs
+            .get(1)
+            .and_then(|n| graph::given_value(model, inputs, n).ok()),
+    ) else {
+        return false;
+    };
+    let (xs, ws) = (x.shape(), w.shape());
+    let rank = xs.len().saturating_sub(2);
+    if rank == 0 || ws.len() != rank + 2 {
+        return false;
+    }
+    let ints = |name: &str| match node.attribute(name) {
+        Some(AttrValue::Ints(v)) if v.len() == rank => Some(v.clone()),
+        None => Some(vec![1; rank]),
+        _ => None,
+    };
+    let (Some(strides), Some(dilations)) = (ints("strides"), ints("dilations")) else {
+        return false;
+    };
+    let mut pads = vec![0i64; 2 * rank];
+    for a in 0..rank {
+        let (n, k, s, d) = (xs[a + 2] as i64, ws[a + 2] as i64, strides[a], dilations[a]);
+        if s < 1 || d < 1 || k < 1 {
+            return false;
+        }
+        let total = ((n + s - 1) / s - 1) * s + (k - 1) * d + 1 - n;
+        let begin = if upper { total / 2 } else { (total + 1) / 2 };
+        (pads[a], pads[a + rank]) = (begin, total - begin);
+    }
+    let mut unclamped = node.clone();
+    unclamped
+        .attributes
+        .retain(|a| a.name != "auto_pad" && a.name != "pads");
+    unclamped
+        .attributes
+        .push(crate::model::Attribute::new("pads", AttrValue::Ints(pads)));
+    let (Some((bound, wrong)), Some((_, right)), Ok(t)) = (
+        in_float(model, inputs, &unclamped),
+        in_float(model, inputs, node),
+        error_bound::values(&theirs[0]),
+    ) else {
+        return false;
+    };
+    near(&bound, &wrong, &t) && !near(&bound, &wrong, &right)
+}
+
+/// The strict bound of a Conv `node` and its f64 sums, both on `model`'s
+/// inputs (the graph's inputs and initializers only; None where one is
+/// computed or not a float) as a runtime that computes in float32 sees
+/// them: double inputs rounded to float32, the others as they are (float,
+/// and the half types, which such a runtime sums in float32 and rounds
+/// once, as the strict bound of their type allows).
 fn in_float(model: &Model, inputs: &[Tensor], node: &Node) -> Option<(ErrorBound, Vec<f64>)> {
     let value = |name: &String| -> Option<Tensor> {
         let t = graph::given_value(model, inputs, name).ok()?;
+        if t.dtype() != DataType::Double {
+            return Some(t.clone());
+        }
         let v = error_bound::values(t).ok()?;
         Some(Tensor::from_vec(
             t.shape(),
@@ -349,5 +432,43 @@ mod tests {
         assert!(!seen(&even, &centred));
         let m = model("Pad", &["x"], vec![], vec![]);
         assert!(!same_lower_read_as_upper(&m, &inputs, &inputs));
+    }
+
+    #[test]
+    fn same_pad_unclamped_starts_the_window_late_and_is_nothing_else() {
+        // Length 4, kernel 1, stride 4, SAME_*: one output; the total
+        // padding (1 - 1) * 4 + 1 - 4 = -3 is 0 for the spec (y = x[0] w),
+        // and split toward zero it begins at -1 for both SAME_UPPER (-3 / 2)
+        // and SAME_LOWER (-2 / 2): y = x[1] w.
+        let (x, w) = (vec![0.3f32, -1.7, 2.9, 0.11], 1.3f32);
+        let conv = |auto_pad: &str, stride: i64| {
+            model(
+                "Conv",
+                &["x", "w"],
+                vec![("w".into(), Tensor::from_vec(&[1, 1, 1], vec![w]))],
+                vec![
+                    Attribute::new("auto_pad", AttrValue::String(auto_pad.into())),
+                    Attribute::new("strides", AttrValue::Ints(vec![stride])),
+                ],
+            )
+        };
+        let inputs = [Tensor::from_vec(&[1, 1, 4], x.clone())];
+        let seen = |m: &Model, y: &[f32]| {
+            let t = Tensor::from_vec(&[1, 1, y.len()], y.to_vec());
+            same_pad_unclamped(m, &inputs, &[t])
+        };
+        for auto_pad in ["SAME_UPPER", "SAME_LOWER"] {
+            let m = conv(auto_pad, 4);
+            assert!(seen(&m, &[x[1] * w]), "{auto_pad}");
+            // The spec's output, or another element, is not it.
+            assert!(!seen(&m, &[x[0] * w]), "{auto_pad}");
+            assert!(!seen(&m, &[x[2] * w]), "{auto_pad}");
+        }
+        // With stride 1 the padding is not negative: nothing to read late.
+        assert!(!seen(
+            &conv("SAME_UPPER", 1),
+            &x.iter().map(|v| v * w).collect::<Vec<_>>()
+        ));
+        assert!(!seen(&conv("NOTSET", 4), &[x[1] * w]));
     }
 }
