@@ -115,14 +115,7 @@ pub fn same_lower_read_as_upper(model: &Model, inputs: &[Tensor], theirs: &[Tens
             a.value = AttrValue::String("SAME_UPPER".into());
         }
     }
-    let (Some((bound, upper)), Some((_, lower)), Ok(t)) = (
-        in_float(model, inputs, &upper),
-        in_float(model, inputs, node),
-        error_bound::values(&theirs[0]),
-    ) else {
-        return false;
-    };
-    near(&bound, &upper, &t) && !near(&bound, &upper, &lower)
+    computes_as(model, inputs, node, &upper, &theirs[0])
 }
 
 /// `same_pad_unclamped`: a Conv with `auto_pad` SAME_UPPER or SAME_LOWER
@@ -185,10 +178,24 @@ pub fn same_pad_unclamped(model: &Model, inputs: &[Tensor], theirs: &[Tensor]) -
     unclamped
         .attributes
         .push(crate::model::Attribute::new("pads", AttrValue::Ints(pads)));
+    computes_as(model, inputs, node, &unclamped, &theirs[0])
+}
+
+/// Whether `theirs`, the output of the Conv `node`, is what the Conv
+/// `misread` (the node as a runtime misreads it) gives, [`near`] it, where
+/// the two nodes' outputs are not near each other (else the output tells
+/// nothing about the reading).
+fn computes_as(
+    model: &Model,
+    inputs: &[Tensor],
+    node: &Node,
+    misread: &Node,
+    theirs: &Tensor,
+) -> bool {
     let (Some((bound, wrong)), Some((_, right)), Ok(t)) = (
-        in_float(model, inputs, &unclamped),
+        in_float(model, inputs, misread),
         in_float(model, inputs, node),
-        error_bound::values(&theirs[0]),
+        error_bound::values(theirs),
     ) else {
         return false;
     };
