@@ -962,6 +962,29 @@ mod tests {
     }
 
     #[test]
+    fn every_committed_values_finding_names_a_property_seen_in_the_outputs() {
+        // A values finding matched by the case's parameters alone would
+        // excuse any wrong output of that kind of case; each must name what
+        // the runtime is seen to compute.
+        let known: Known =
+            toml::from_str(include_str!("../../../cases/differential/known.toml")).unwrap();
+        let seen: Vec<&str> = onnx_conformance::observed::PROPERTIES
+            .iter()
+            .copied()
+            .chain(observed::REFLECTIONS.iter().map(|(name, _)| *name))
+            .collect();
+        for f in known.finding.iter().filter(|f| f.kind == "values") {
+            assert!(
+                f.when.iter().any(|p| seen.contains(&p.as_str())),
+                "{} {} finding ({}) names no observed property of {seen:?}",
+                f.runtime,
+                f.op,
+                f.reason
+            );
+        }
+    }
+
+    #[test]
     fn a_reflect_finding_matches_only_the_output_it_describes() {
         // The committed list: tract's zero-filled reflection excuses a
         // reflect case past the axis only where that is what was seen.

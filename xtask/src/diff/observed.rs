@@ -23,7 +23,7 @@ type AxisAlgorithm = fn(usize, i64, i64) -> Option<AxisMap>;
 /// bit, has that property. Reading the runtime's algorithm this way, rather
 /// than from the case's parameters alone, keeps its finding from excusing
 /// another bug met in the same kind of case.
-const REFLECTIONS: &[(&str, AxisAlgorithm)] = &[
+pub(super) const REFLECTIONS: &[(&str, AxisAlgorithm)] = &[
     ("reflect_from_unsigned_pad", reflect_from_unsigned_pad),
     ("reflect_into_zeroed_output", reflect_into_zeroed_output),
     ("reflect_modulo_length", reflect_modulo_length),
