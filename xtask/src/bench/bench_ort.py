@@ -2,8 +2,8 @@
 # the bench can alternate between onnxruntime and our kernels and compare
 # them in the same stretch of time (this machine's speed drifts).
 # Argument: <json> = {"threads": N, "models": [{"path", "inputs": [[shape], ...]}]}
-# First prints one line {"session_ms": [...], "version": ...}: how long
-# creating each session took. Then, for each line {"model": i, "reps": R}
+# First prints one line {"session_ms": [...], "version": ..., "avx512f": ...}:
+# how long creating each session took, and whether CPUID shows AVX-512. Then, for each line {"model": i, "reps": R}
 # read from stdin, runs model i once to warm up and R timed times, and
 # prints {"samples_ms": [...]}. With "cpu": c in the request, the calling
 # thread (which runs the model when intra_op_num_threads is 1) moves to CPU
@@ -15,6 +15,16 @@ import time
 
 import numpy as np
 import onnxruntime as ort
+
+
+def avx512f_visible():
+    # numpy reads CPUID as onnxruntime does: under `--hide-avx512` it must
+    # see no AVX-512 either (None where this numpy does not say).
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__
+    except ImportError:
+        return None
+    return bool(__cpu_features__.get("AVX512F", False))
 
 
 def main():
@@ -35,7 +45,8 @@ def main():
             for i, shape in zip(sess.get_inputs(), m["inputs"])
         }
         sessions.append((sess, feeds))
-    print(json.dumps({"session_ms": session_ms, "version": ort.__version__}), flush=True)
+    hello = {"session_ms": session_ms, "version": ort.__version__, "avx512f": avx512f_visible()}
+    print(json.dumps(hello), flush=True)
     for line in sys.stdin:
         request = json.loads(line)
         sess, feeds = sessions[request["model"]]

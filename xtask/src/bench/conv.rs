@@ -225,6 +225,12 @@ pub fn bench_conv(reps: usize, figures: &mut Figures) -> Result<()> {
             .build()?;
         let config = serde_json::json!({ "threads": threads, "models": models });
         let mut ort = OrtServer::start(&env.python, &script, &config)?;
+        if figures.avx512_hidden && ort.hello["avx512f"] != serde_json::Value::Bool(false) {
+            bail!(
+                "--hide-avx512: onnxruntime's process still sees AVX-512 (it reported {})",
+                ort.hello["avx512f"]
+            );
+        }
         // The server's CPU time is the bench's own.
         let server = [ort.child.id()];
         let watch = load::Watch::start(&server);

@@ -2,6 +2,7 @@
 //! same run. Release build; numbers are medians of repeated runs.
 
 mod conv;
+mod hide_avx512;
 mod load;
 mod pad;
 
@@ -23,6 +24,12 @@ pub struct Args {
     /// Where `--json` writes.
     #[arg(long, requires = "json")]
     json_path: Option<std::path::PathBuf>,
+    /// Hide AVX-512 from CPUID, for this process and onnxruntime's, so
+    /// that both sides run their AVX2 + FMA kernels: the AVX2 comparison on
+    /// an AVX-512 machine (Linux on x86-64 with CPUID faulting, and a C
+    /// compiler `cc`).
+    #[arg(long)]
+    hide_avx512: bool,
 }
 
 /// The median wall time of `reps` runs of `f`, after one warm-up run.
@@ -63,6 +70,12 @@ fn retain_freed_memory() {
 const SHARED_CORES_BELOW: f64 = 1.5;
 
 pub fn run(args: Args) -> Result<()> {
+    if args.hide_avx512 && !hide_avx512::active() {
+        return hide_avx512::rerun();
+    }
+    if args.hide_avx512 {
+        hide_avx512::check()?;
+    }
     retain_freed_memory();
     let threads = rayon_threads();
     let (peak_one, isa) = crate::fma_peak::single_core();
@@ -78,6 +91,7 @@ pub fn run(args: Args) -> Result<()> {
         peak_all_cores_gflops: peak_all / 1e9,
         threads,
         isa: isa.to_string(),
+        avx512_hidden: args.hide_avx512,
         ..Figures::default()
     };
     let want =
@@ -136,6 +150,8 @@ pub fn run(args: Args) -> Result<()> {
 #[derive(serde::Serialize, Default)]
 pub struct Figures {
     isa: String,
+    /// `--hide-avx512`: both sides ran with AVX-512 hidden from CPUID.
+    avx512_hidden: bool,
     threads: usize,
     peak_one_core_gflops: f64,
     peak_all_cores_gflops: f64,
