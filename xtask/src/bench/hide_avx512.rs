@@ -13,6 +13,11 @@ use std::process::Command;
 /// rerunning again.
 const MARKER: &str = "ONNX_BENCH_AVX512_HIDDEN";
 
+/// glibc's tunable that masks the AVX-512 features from its own choice of
+/// string functions.
+const GLIBC_HWCAPS: &str =
+    "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD,-AVX512ER,-AVX512PF";
+
 /// Whether this process is the rerun.
 pub fn active() -> bool {
     std::env::var_os(MARKER).is_some()
@@ -25,9 +30,18 @@ pub fn rerun() -> Result<()> {
     let mut args = std::env::args_os();
     let exe = std::env::current_exe().context("finding the xtask binary")?;
     args.next();
+    // glibc picks its memcpy and memset before any library's constructor
+    // runs, from CPUID as it was: its tunable takes AVX-512 out of that
+    // choice too (seen in a profile: `__memset_avx512_unaligned_erms`
+    // without it, `__memset_avx2_unaligned_erms` with it).
+    let tunables = match std::env::var("GLIBC_TUNABLES") {
+        Ok(t) if !t.is_empty() => format!("{t}:{GLIBC_HWCAPS}"),
+        _ => GLIBC_HWCAPS.to_string(),
+    };
     let err = Command::new(exe)
         .args(args)
         .env("LD_PRELOAD", &library)
+        .env("GLIBC_TUNABLES", tunables)
         .env(MARKER, "1")
         .exec();
     Err(err).context("rerunning the bench with AVX-512 hidden")
