@@ -234,11 +234,11 @@ fn in_float(model: &Model, inputs: &[Tensor], node: &Node) -> Option<(ErrorBound
 /// [`in_float`]) of `reference`, element by element.
 ///
 /// A Conv computed in float32 from rounded inputs lies within
-/// `gamma_{n+2} * (sum |w*x| + |b|)` of the exact result on the unrounded
-/// ones (two input roundings per product on top of the n-term sum;
-/// Higham's model as in `error_bound`), and a double result or the f64
-/// sums within far less; twice the strict float32 bound
-/// (`2 * 2 * gamma_n * ...`) covers that for every n >= 1. A wrong window
+/// `g_{n+2} * (sum |w*x| + |b|)` of the exact result on the unrounded
+/// ones (`g_n = (1 + u)^n - 1`; two input roundings per product on top of
+/// the n-term sum; Higham's model as in `error_bound`), and a double
+/// result or the f64 sums within far less; twice the strict float32 bound
+/// (`2 * 2 * g_n * ...`) covers that for every n >= 1. A wrong window
 /// or a dropped term differs by a sizeable part of the sum, far outside it.
 fn near(bound: &ErrorBound, reference: &[f64], theirs: &[f64]) -> bool {
     reference.len() == bound.bound.len()

@@ -149,7 +149,8 @@ fn random_inputs(g: &Geometry, r: &mut Rng) -> [Vec<f64>; 3] {
 /// Runs `g` on the kernels of `path` in f32 and in f64 and checks every
 /// output against the direct f64 reference, within the bound of the
 /// strict verdict policy (`error_bound.rs`):
-/// `2 * (gamma_n * (sum |w*x| + |b|) + n * eta)` with `n = K + 1`.
+/// `2 * (g_n * (sum |w*x| + |b|) + n * eta * (1 + g_n))` with `n = K + 1` and
+/// `g_n = (1 + u)^n - 1` (`error_bound::growth`).
 /// That bound holds for any summation order, blocked or fused, so every
 /// path must meet it, and it follows from the reduction length where a
 /// picked tolerance would be too loose for short sums and too tight
