@@ -5,6 +5,7 @@ mod diff;
 mod fetch_cases;
 mod fma_peak;
 mod fuzz;
+mod hide_avx512;
 mod ort_path;
 mod progress;
 mod python;
@@ -44,6 +45,8 @@ enum Cmd {
     Scoreboard(scoreboard::Args),
     /// Print the schema differences between versions of an operator.
     SchemaDiff(schema_diff::Args),
+    /// Run a built program with AVX-512 hidden from CPUID, so that it takes its AVX2 code.
+    WithoutAvx512(hide_avx512::Args),
 }
 
 /// The workspace root (the xtask crate lives in `<root>/xtask`).
@@ -68,5 +71,6 @@ fn main() -> Result<()> {
         Cmd::Report(args) => report::run(args),
         Cmd::SchemaDiff(args) => schema_diff::run(args),
         Cmd::Scoreboard(args) => scoreboard::run(args),
+        Cmd::WithoutAvx512(args) => hide_avx512::run(args),
     }
 }

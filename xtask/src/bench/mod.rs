@@ -2,7 +2,6 @@
 //! same run. Release build; numbers are medians of repeated runs.
 
 mod conv;
-mod hide_avx512;
 mod load;
 mod pad;
 
@@ -70,11 +69,11 @@ fn retain_freed_memory() {
 const SHARED_CORES_BELOW: f64 = 1.5;
 
 pub fn run(args: Args) -> Result<()> {
-    if args.hide_avx512 && !hide_avx512::active() {
-        return hide_avx512::rerun();
+    if args.hide_avx512 && !crate::hide_avx512::active() {
+        return crate::hide_avx512::rerun();
     }
     if args.hide_avx512 {
-        hide_avx512::check()?;
+        crate::hide_avx512::check()?;
     }
     retain_freed_memory();
     let threads = rayon_threads();

@@ -1,8 +1,9 @@
-/* Preloaded (LD_PRELOAD) by `cargo xtask bench --hide-avx512`: makes the
- * CPUID instruction report no AVX-512 to this process and its children, so
- * that both our kernels and onnxruntime's pick their AVX2 + FMA code on an
- * AVX-512 machine, and the AVX2 comparison can be measured where no
- * AVX2-only machine is at hand.
+/* Preloaded (LD_PRELOAD) by `cargo xtask without-avx512` and `cargo xtask
+ * bench --hide-avx512`: makes the CPUID instruction report no AVX-512 to
+ * this process and its children, so that our kernels (and onnxruntime's,
+ * in the bench) pick their AVX2 + FMA code on an AVX-512 machine, and the
+ * AVX2 paths can be judged and measured where no AVX2-only machine is at
+ * hand.
  *
  * How: Linux's ARCH_SET_CPUID (CPUs with CPUID faulting, the `cpuid_fault`
  * flag of /proc/cpuinfo) makes CPUID raise SIGSEGV; the handler runs the
@@ -15,8 +16,8 @@
  * test the CPUID bit before the OS's register state.
  *
  * Where faulting is unavailable the constructor says so on stderr and
- * changes nothing; the bench checks that AVX-512 is gone before it
- * measures. */
+ * changes nothing; the xtask checks that AVX-512 is gone before it runs
+ * anything under it. */
 #define _GNU_SOURCE
 #include <asm/prctl.h>
 #include <signal.h>
