@@ -41,11 +41,13 @@ static long cpuid_faulting(int faulting) {
 #define EAX7_1 (1u << 5)
 
 static void on_segv(int sig, siginfo_t *info, void *context) {
-    (void)info;
     ucontext_t *uc = context;
     greg_t *r = uc->uc_mcontext.gregs;
+    /* A faulting CPUID arrives as SI_KERNEL; a bad address (even the
+     * instruction pointer's own) as SEGV_MAPERR or SEGV_ACCERR, and then
+     * the instruction is not read. */
     const unsigned char *ip = (const unsigned char *)r[REG_RIP];
-    if (ip[0] != 0x0f || ip[1] != 0xa2) {
+    if (info->si_code != SI_KERNEL || ip[0] != 0x0f || ip[1] != 0xa2) {
         signal(sig, SIG_DFL);
         return;
     }
