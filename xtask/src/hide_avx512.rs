@@ -129,3 +129,39 @@ fn build() -> Result<PathBuf> {
     ensure!(status.success(), "cc failed on {}", source.display());
     Ok(library)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_without_a_program_is_refused() {
+        let err = run(Args {
+            verify: false,
+            command: vec![],
+        })
+        .unwrap_err();
+        assert!(format!("{err:#}").contains("no program given"), "{err:#}");
+    }
+
+    /// Outside the library the check sees the CPU as it is: it refuses
+    /// wherever AVX-512 is visible, and passes on an AVX2-only CPU.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_check_refuses_while_avx512_is_visible() {
+        let visible = std::arch::is_x86_feature_detected!("avx512f");
+        let avx2 = std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma");
+        match check() {
+            Err(e) => {
+                let e = format!("{e:#}");
+                assert!(visible || !avx2, "{e}");
+                assert!(
+                    e.contains(if visible { "still visible" } else { "no AVX2" }),
+                    "{e}"
+                );
+            }
+            Ok(()) => assert!(!visible && avx2),
+        }
+    }
+}
