@@ -667,13 +667,14 @@ fn phase_rows_hold_their_line_and_zeros() {
     // masked. Distinct values catch a shifted or swapped copy, the NaN
     // sentinel an element left unwritten; AVX-512 rows are checked on CPUs
     // that have it.
-    let mut writers = vec![false];
-    if crate::ops::sgemm::Isa::Avx512.supported() {
-        writers.push(true);
-    }
+    use crate::ops::sgemm::Isa;
+    let writers: Vec<Isa> = [Isa::Portable, Isa::Avx2, Isa::Avx512]
+        .into_iter()
+        .filter(|isa| isa.supported())
+        .collect();
     let image: Vec<f32> = (0..120).map(|v| 1.0 + v as f32).collect();
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-    for &avx512 in &writers {
+    for &isa in &writers {
         for stride in 1..=3 {
             for phase in 0..stride {
                 for pad in 0..5 {
@@ -682,9 +683,7 @@ fn phase_rows_hold_their_line_and_zeros() {
                             for len in 0..50 {
                                 let mut out = vec![std::mem::MaybeUninit::new(f32::NAN); len];
                                 let line = Some(at..at + il);
-                                direct::write_line(
-                                    &mut out, &image, line, stride, phase, pad, avx512,
-                                );
+                                direct::write_line(&mut out, &image, line, stride, phase, pad, isa);
                                 // SAFETY: initialised above (NaN) or written.
                                 let got: Vec<f32> =
                                     out.iter().map(|v| unsafe { v.assume_init() }).collect();
@@ -697,7 +696,7 @@ fn phase_rows_hold_their_line_and_zeros() {
                                 assert_eq!(
                                     bits(&got),
                                     bits(&want),
-                                    "avx512 {avx512}, stride {stride}, phase {phase}, pad {pad}, \
+                                    "{isa:?}, stride {stride}, phase {phase}, pad {pad}, \
                                      line of {il} at {at}, row of {len}"
                                 );
                             }
@@ -707,7 +706,7 @@ fn phase_rows_hold_their_line_and_zeros() {
             }
         }
         let mut out = vec![std::mem::MaybeUninit::new(f32::NAN); 37];
-        direct::write_line(&mut out, &image, None, 2, 1, 3, avx512);
+        direct::write_line(&mut out, &image, None, 2, 1, 3, isa);
         // SAFETY: initialised above (NaN) or written.
         assert!(out
             .iter()
