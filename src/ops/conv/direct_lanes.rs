@@ -689,8 +689,33 @@ unsafe fn transpose16(r: [std::arch::x86_64::__m512; 16]) -> [std::arch::x86_64:
     out
 }
 
-/// [`transpose_out512`] for AVX2: 8 positions x 8 channels at a time, and
-/// channels up to `channels` rounded up to 8 read from `sums`.
+/// How many output planes the AVX2 write-out fills in one pass over a
+/// group's positions, from the planes' stride: eight positions are half a
+/// line, so each line is stored to twice, and between the two stores the
+/// pass's other planes are stored to. Where the planes start at few
+/// distinct offsets within 4 KiB (the span of one way of a 32 KiB, 8-way
+/// L1 of 64-byte lines: on a 112x112 output, four offsets; on 32x32 and
+/// 64x64 ones, one) the lines of 64 planes crowd a few sets, and each is
+/// evicted before its second store. A pass then takes 4 planes per
+/// distinct offset, at least 8 and at most 64 (the block). Paired 0.3 s
+/// runs with AVX-512 hidden on the Zen 4 of 2026-12-06 (12 pairs, one
+/// thread), against every plane in one pass: the 7x7 stride-2 layer and
+/// C64 64x64 0.988-0.989 of the time, a 3x3 layer on a 112x112 image with
+/// 3 input channels 0.964, C64 32x32 0.993; on two threads 0.995-1.005
+/// (16 pairs). An isolated write-out of 192 positions x 64 planes from L1
+/// took 16-24 ns per 8x8 block with planes 12544 floats apart and 6-8 with
+/// 12576, and 7.4 in passes of 16. The AVX-512 write-out stores 16
+/// positions at a time; passes of 16 or of this count there were 0.5-2.6%
+/// slower and it keeps one pass.
+pub(super) fn planes_per_pass(os: usize) -> usize {
+    let stride = (os * std::mem::size_of::<f32>()) % 4096;
+    let offsets = 4096 >> stride.trailing_zeros().min(12);
+    (4 * offsets).clamp(8, BLOCK)
+}
+
+/// [`transpose_out512`] for AVX2: 8 positions x 8 channels at a time, in
+/// passes of [`planes_per_pass`] channels over the positions, and channels
+/// up to `channels` rounded up to 8 read from `sums`.
 ///
 /// # Safety
 /// AVX2; `sums` holds `rows.len()` rows of BLOCK; every position of `rows`
@@ -706,43 +731,47 @@ unsafe fn transpose_out256(
 ) {
     use std::arch::x86_64::*;
     let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    for q in (0..rows.len()).step_by(8) {
-        let n = (rows.len() - q).min(8);
-        let mut runs = [(0, 0, 0); 16];
-        let nr = rows.lane_runs(q, 8, &mut runs);
-        let masks: [__m256i; 8] = std::array::from_fn(|k| {
-            let (lo, hi, _) = runs[k];
-            _mm256_and_si256(
-                _mm256_cmpgt_epi32(_mm256_set1_epi32(hi as i32), lane),
-                _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(lo as i32 - 1)),
-            )
-        });
-        for c0 in (0..channels).step_by(8) {
-            // Rows past the count repeat the last; no run stores them.
-            let r: [__m256; 8] =
-                std::array::from_fn(|i| _mm256_loadu_ps(sums.add((q + i.min(n - 1)) * BLOCK + c0)));
-            let cols = transpose8(r);
-            if nr == 1 && runs[0].0 == 0 && runs[0].1 == 8 {
-                // One whole run of eight: a plain store per channel, no
-                // walk over the runs (as `transpose_out512` has it). Paired
-                // 0.3 s runs with AVX-512 hidden on the Zen 4 of
-                // 2026-12-06: C3 7x7 s2 0.983-0.989 of the time, C64
-                // 0.990-0.998, on one and two threads.
-                let at = plane0.add(runs[0].2);
-                for (c, col) in cols.iter().enumerate().take(channels - c0) {
-                    _mm256_storeu_ps(at.add((c0 + c) * os), *col);
+    let pass = planes_per_pass(os);
+    for first in (0..channels).step_by(pass) {
+        for q in (0..rows.len()).step_by(8) {
+            let n = (rows.len() - q).min(8);
+            let mut runs = [(0, 0, 0); 16];
+            let nr = rows.lane_runs(q, 8, &mut runs);
+            let masks: [__m256i; 8] = std::array::from_fn(|k| {
+                let (lo, hi, _) = runs[k];
+                _mm256_and_si256(
+                    _mm256_cmpgt_epi32(_mm256_set1_epi32(hi as i32), lane),
+                    _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(lo as i32 - 1)),
+                )
+            });
+            for c0 in (first..(first + pass).min(channels)).step_by(8) {
+                // Rows past the count repeat the last; no run stores them.
+                let r: [__m256; 8] = std::array::from_fn(|i| {
+                    _mm256_loadu_ps(sums.add((q + i.min(n - 1)) * BLOCK + c0))
+                });
+                let cols = transpose8(r);
+                if nr == 1 && runs[0].0 == 0 && runs[0].1 == 8 {
+                    // One whole run of eight: a plain store per channel, no
+                    // walk over the runs (as `transpose_out512` has it). Paired
+                    // 0.3 s runs with AVX-512 hidden on the Zen 4 of
+                    // 2026-12-06: C3 7x7 s2 0.983-0.989 of the time, C64
+                    // 0.990-0.998, on one and two threads.
+                    let at = plane0.add(runs[0].2);
+                    for (c, col) in cols.iter().enumerate().take(channels - c0) {
+                        _mm256_storeu_ps(at.add((c0 + c) * os), *col);
+                    }
+                    continue;
                 }
-                continue;
-            }
-            for (c, col) in cols.iter().enumerate().take(channels - c0) {
-                let plane = plane0.add((c0 + c) * os);
-                for (k, &(lo, hi, at)) in runs[..nr].iter().enumerate() {
-                    let at = plane.wrapping_add(at).wrapping_sub(lo);
-                    if hi - lo == 8 {
-                        _mm256_storeu_ps(at, *col);
-                    } else {
-                        // Masked lanes are neither written nor faulted on.
-                        _mm256_maskstore_ps(at, masks[k], *col);
+                for (c, col) in cols.iter().enumerate().take(channels - c0) {
+                    let plane = plane0.add((c0 + c) * os);
+                    for (k, &(lo, hi, at)) in runs[..nr].iter().enumerate() {
+                        let at = plane.wrapping_add(at).wrapping_sub(lo);
+                        if hi - lo == 8 {
+                            _mm256_storeu_ps(at, *col);
+                        } else {
+                            // Masked lanes are neither written nor faulted on.
+                            _mm256_maskstore_ps(at, masks[k], *col);
+                        }
                     }
                 }
             }

@@ -433,6 +433,49 @@ fn channel_lane_avx2_kernel_meets_the_rounding_bound() {
     check_path(KernelPath::LanesAvx2);
 }
 
+/// The AVX2 channel-lane write-out fills the planes in passes whose size
+/// follows the planes' offsets within 4 KiB; outputs whose planes take
+/// passes of 8, 16, 32 and 64 (32x32, 16x16, 8x16, 14x14 and 112x112
+/// outputs), blocks of 64 channels and a short one, and two groups and
+/// two images, so that passes start inside a block and planes at odd
+/// places, are all met within the rounding bound.
+#[test]
+#[cfg_attr(no_avx2, ignore = "this CPU has no AVX2 with FMA")]
+fn avx2_lane_write_out_covers_every_pass_size() {
+    use super::direct_lanes::planes_per_pass;
+    assert_eq!(
+        [
+            (32, 32),
+            (16, 16),
+            (8, 16),
+            (14, 14),
+            (112, 112),
+            (64, 64),
+            (56, 56)
+        ]
+        .map(|(h, w)| planes_per_pass(h * w)),
+        [8, 16, 32, 64, 16, 8, 64]
+    );
+    let mut r = Rng::new(41);
+    for (h, w, m, group) in [
+        (32, 32, 72, 1),
+        (16, 16, 136, 2),
+        (8, 16, 64, 1),
+        (14, 14, 72, 1),
+        (112, 112, 64, 1),
+    ] {
+        let attrs = ConvAttrs {
+            pads: Some(vec![1; 4]),
+            group: group as i64,
+            ..Default::default()
+        };
+        let g = geometry(&attrs, &[2, 2 * group, h, w], &[m, 2, 3, 3], Some(&[m])).unwrap();
+        let inputs = random_inputs(&g, &mut r);
+        let name = format!("{h}x{w}, M {m}, group {group}");
+        check_against_reference(&name, &g, &inputs, TILE_BYTES, KernelPath::LanesAvx2, true);
+    }
+}
+
 /// Depthwise taps that fall in the padding are skipped, not multiplied by
 /// zero: an infinite weight leaves the outputs it never reaches finite.
 /// (The AVX-512 row kernel multiplies padding zeros, as its contract says.)
