@@ -733,10 +733,39 @@ unsafe fn transpose_out256(
     let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     let pass = planes_per_pass(os);
     for first in (0..channels).step_by(pass) {
+        let end = (first + pass).min(channels);
         for q in (0..rows.len()).step_by(8) {
             let n = (rows.len() - q).min(8);
             let mut runs = [(0, 0, 0); 16];
             let nr = rows.lane_runs(q, 8, &mut runs);
+            let mut c0 = first;
+            if nr == 1 && (runs[0].0, runs[0].1) == (0, 8) {
+                // Eight rows, one run of eight positions: whole blocks of
+                // eight channels load their rows and store their columns
+                // at constant strides, with nothing walked or counted per
+                // store (the general loop below spilled the columns and
+                // the row addresses). Paired 0.3 s runs with AVX-512
+                // hidden on the Zen 4 of 2026-12-06, one thread: a plain
+                // store per channel without the walk over the runs took
+                // the 7x7 stride-2 layer to 0.983-0.989 of the time and
+                // C64 56x56 to 0.990-0.998; this form then to 0.967-0.976
+                // and 0.991-0.997 of that (0.97 and alike on two
+                // threads), C256 14x14 alike.
+                let (row0, out0) = (sums.add(q * BLOCK), plane0.add(runs[0].2));
+                while c0 + 8 <= end {
+                    let cols = transpose8(std::array::from_fn(|i| {
+                        _mm256_loadu_ps(row0.add(i * BLOCK + c0))
+                    }));
+                    let at = out0.add(c0 * os);
+                    for (c, col) in cols.iter().enumerate() {
+                        _mm256_storeu_ps(at.add(c * os), *col);
+                    }
+                    c0 += 8;
+                }
+                if c0 == end {
+                    continue;
+                }
+            }
             let masks: [__m256i; 8] = std::array::from_fn(|k| {
                 let (lo, hi, _) = runs[k];
                 _mm256_and_si256(
@@ -744,24 +773,12 @@ unsafe fn transpose_out256(
                     _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(lo as i32 - 1)),
                 )
             });
-            for c0 in (first..(first + pass).min(channels)).step_by(8) {
+            for c0 in (c0..end).step_by(8) {
                 // Rows past the count repeat the last; no run stores them.
                 let r: [__m256; 8] = std::array::from_fn(|i| {
                     _mm256_loadu_ps(sums.add((q + i.min(n - 1)) * BLOCK + c0))
                 });
                 let cols = transpose8(r);
-                if nr == 1 && runs[0].0 == 0 && runs[0].1 == 8 {
-                    // One whole run of eight: a plain store per channel, no
-                    // walk over the runs (as `transpose_out512` has it). Paired
-                    // 0.3 s runs with AVX-512 hidden on the Zen 4 of
-                    // 2026-12-06: C3 7x7 s2 0.983-0.989 of the time, C64
-                    // 0.990-0.998, on one and two threads.
-                    let at = plane0.add(runs[0].2);
-                    for (c, col) in cols.iter().enumerate().take(channels - c0) {
-                        _mm256_storeu_ps(at.add((c0 + c) * os), *col);
-                    }
-                    continue;
-                }
                 for (c, col) in cols.iter().enumerate().take(channels - c0) {
                     let plane = plane0.add((c0 + c) * os);
                     for (k, &(lo, hi, at)) in runs[..nr].iter().enumerate() {
