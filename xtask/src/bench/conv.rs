@@ -335,6 +335,9 @@ pub fn bench_conv(reps: usize, figures: &mut Figures) -> Result<()> {
             });
         }
         figures.note_load(section_load);
+        if threads > 1 {
+            figures.note_cores(&format!("Conv on {threads} threads"));
+        }
         println!();
     }
     Ok(())

@@ -99,11 +99,13 @@ pub fn run(args: Args) -> Result<()> {
         let watch = load::Watch::start(&[]);
         pad::bench_pad(args.reps, &mut figures)?;
         figures.note_load(watch.finish("Pad", &[]));
+        figures.note_cores("Pad");
     }
     if want("center-crop-pad") || want("ccp") {
         let watch = load::Watch::start(&[]);
         pad::bench_center_crop_pad(args.reps, &mut figures)?;
         figures.note_load(watch.finish("CenterCropPad", &[]));
+        figures.note_cores("CenterCropPad");
     }
     if want("conv") {
         conv::bench_conv(args.reps, &mut figures)?;
@@ -121,14 +123,16 @@ pub fn run(args: Args) -> Result<()> {
     figures.peak_one_core_gflops_at_end = peak_one_end / 1e9;
     figures.peak_all_cores_gflops_at_end = peak_all_end / 1e9;
     figures.cores_shared = threads > 1
-        && [(peak_one, peak_all), (peak_one_end, peak_all_end)]
+        && ([(peak_one, peak_all), (peak_one_end, peak_all_end)]
             .iter()
-            .any(|&(one, all)| all < SHARED_CORES_BELOW * one);
+            .any(|&(one, all)| cores_shared(one, all))
+            || figures.cores.iter().any(|c| c.cores_shared));
     if figures.cores_shared {
         println!(
             "warning: the {threads} threads ran below {SHARED_CORES_BELOW}x one core's peak at the \
-             start or the end of this run: the CPUs were sharing cores, and the {threads}-thread \
-             figures measure that as much as the kernels"
+             start or the end of this run or after one of its sections (`cores` in the JSON says \
+             which): the CPUs were sharing cores, and the {threads}-thread figures measure that as \
+             much as the kernels"
         );
     }
     if args.json {
@@ -165,9 +169,61 @@ pub struct Figures {
     conv: Vec<ConvFigure>,
     /// Per section, the CPU time that went elsewhere while it ran.
     load: Vec<load::SectionLoad>,
+    /// Per section that ran on more than one thread, the FMA peaks
+    /// measured right after it.
+    cores: Vec<SectionCores>,
+}
+
+/// The FMA peaks measured right after a section of the bench: the start
+/// and end measurements alone cannot say which sections two virtual CPUs
+/// sharing one core for a while fell on (a run here flagged at its end
+/// had CenterCropPad, early in it, at 0.67 of the copy, its other runs at
+/// 1.3-1.5).
+#[derive(serde::Serialize)]
+pub struct SectionCores {
+    section: String,
+    peak_one_core_gflops: f64,
+    peak_all_cores_gflops: f64,
+    /// All threads below `SHARED_CORES_BELOW` times one core.
+    cores_shared: bool,
+}
+
+/// Whether all threads' FMA peak `all` says they shared cores, against one
+/// core's `one`.
+fn cores_shared(one: f64, all: f64) -> bool {
+    all < SHARED_CORES_BELOW * one
 }
 
 impl Figures {
+    /// Measures the cores again after a section that ran our side on more
+    /// than one thread, keeps it, and warns when they were shared.
+    fn note_cores(&mut self, section: &str) {
+        let threads = self.threads;
+        if threads <= 1 {
+            return;
+        }
+        let (one, all) = (
+            crate::fma_peak::single_core().0,
+            crate::fma_peak::all_cores(threads),
+        );
+        let shared = cores_shared(one, all);
+        if shared {
+            println!(
+                "warning: right after {section}, {threads} threads reached {:.1} GFLOP/s against \
+                 one core's {:.1}: the CPUs were sharing cores, and this section's figures on \
+                 {threads} threads measure that as much as the kernels",
+                all / 1e9,
+                one / 1e9
+            );
+        }
+        self.cores.push(SectionCores {
+            section: section.into(),
+            peak_one_core_gflops: one / 1e9,
+            peak_all_cores_gflops: all / 1e9,
+            cores_shared: shared,
+        });
+    }
+
     /// Keeps a section's load from elsewhere, warning when it is large.
     fn note_load(&mut self, load: Option<load::SectionLoad>) {
         if let Some(load) = load {
@@ -254,4 +310,19 @@ fn alternating_medians(
 
 fn rayon_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_cores_are_all_threads_below_one_and_a_half_cores() {
+        // Two free cores measured 1.8-2.2x one core here, two threads on
+        // one core 0.9-1.2x.
+        assert!(cores_shared(117.0, 116.5));
+        assert!(cores_shared(117.0, 140.0));
+        assert!(!cores_shared(117.0, 176.0));
+        assert!(!cores_shared(117.0, 228.0));
+    }
 }
