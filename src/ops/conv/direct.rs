@@ -502,6 +502,33 @@ struct TaskRows<'a> {
     il: usize,
 }
 
+/// A [`TaskRows`] method that writes the task's rows with [`write_line`]
+/// for one instruction set, compiled with that set's target feature so
+/// that the row loop and the inlined vector row writer share it (the
+/// feature must be named on the function itself, hence one method per
+/// set).
+macro_rules! vector_rows {
+    ($(#[$doc:meta])* $name:ident, $feature:literal, $isa:expr) => {
+        $(#[$doc])*
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $feature)]
+        unsafe fn $name(
+            &self,
+            body: *mut MaybeUninit<f32>,
+            image: &[f32],
+            stride: usize,
+            pad: usize,
+        ) {
+            // SAFETY: the caller's contract.
+            unsafe {
+                self.write(body, |out, line, phase| {
+                    write_line(out, image, line, stride, phase, pad, $isa)
+                })
+            };
+        }
+    };
+}
+
 impl TaskRows<'_> {
     /// Calls `row(out, line, phase)` for every row of the task, with its
     /// line's range in the image; `body` is the buffer's channels.
@@ -548,49 +575,22 @@ impl TaskRows<'_> {
         }
     }
 
-    /// [`TaskRows::write`] with [`line_avx512`] compiled into the loop (a
-    /// call per row cost the 58-wide rows of a 56x56 image 10-15% of
-    /// their copy).
-    ///
-    /// # Safety
-    /// AVX-512F; `stride` 1 or 2; `body` as for [`TaskRows::write`].
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn write_avx512(
-        &self,
-        body: *mut MaybeUninit<f32>,
-        image: &[f32],
-        stride: usize,
-        pad: usize,
-    ) {
-        // SAFETY: the caller's contract.
-        unsafe {
-            self.write(body, |out, line, phase| {
-                write_line(out, image, line, stride, phase, pad, Isa::Avx512)
-            })
-        };
-    }
-
-    /// [`TaskRows::write_avx512`] with [`line_avx2`].
-    ///
-    /// # Safety
-    /// AVX2; `stride` 1 or 2; `body` as for [`TaskRows::write`].
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn write_avx2(
-        &self,
-        body: *mut MaybeUninit<f32>,
-        image: &[f32],
-        stride: usize,
-        pad: usize,
-    ) {
-        // SAFETY: the caller's contract.
-        unsafe {
-            self.write(body, |out, line, phase| {
-                write_line(out, image, line, stride, phase, pad, Isa::Avx2)
-            })
-        };
-    }
+    vector_rows!(
+        /// [`TaskRows::write`] with [`line_avx512`] compiled into the loop
+        /// (a call per row cost the 58-wide rows of a 56x56 image 10-15% of
+        /// their copy).
+        ///
+        /// # Safety
+        /// AVX-512F; `stride` 1 or 2; `body` as for [`TaskRows::write`].
+        write_avx512, "avx512f", Isa::Avx512
+    );
+    vector_rows!(
+        /// [`TaskRows::write`] with [`line_avx2`] compiled into the loop.
+        ///
+        /// # Safety
+        /// AVX2; `stride` 1 or 2; `body` as for [`TaskRows::write`].
+        write_avx2, "avx2", Isa::Avx2
+    );
 }
 
 /// The run of j in `0..len` whose source `j * stride + phase - pad` lies
