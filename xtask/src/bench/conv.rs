@@ -115,6 +115,42 @@ const MIN_ROUNDS: usize = 5;
 /// The pause before each side's round.
 const SETTLE: Duration = Duration::from_millis(50);
 
+/// How the two sides' times spread over a shape's rounds: the machine's
+/// speed moves from round to round (both sides alike within a round), so a
+/// ratio of medians near 1.0 says little without these.
+struct Spread {
+    /// Each round's onnxruntime median over its median of ours.
+    round_ratios: Vec<f64>,
+    /// The lowest and highest of them.
+    low: f64,
+    high: f64,
+    /// onnxruntime's fastest run over our fastest: the two kernels in the
+    /// machine's quietest moments.
+    best: f64,
+    /// Every timed run, in order.
+    ours: Vec<f64>,
+    theirs: Vec<f64>,
+}
+
+impl Spread {
+    fn new(ours: &[f64], theirs: &[f64], round_ratios: Vec<f64>) -> Spread {
+        let fastest = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+        let low = round_ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = round_ratios
+            .iter()
+            .copied()
+            .fold(f64::NEG_INFINITY, f64::max);
+        Spread {
+            low,
+            high,
+            best: fastest(theirs) / fastest(ours),
+            round_ratios,
+            ours: ours.to_vec(),
+            theirs: theirs.to_vec(),
+        }
+    }
+}
+
 fn median_of(samples: &mut [f64]) -> f64 {
     samples.sort_by(f64::total_cmp);
     samples.get(samples.len() / 2).copied().unwrap_or(f64::NAN)
@@ -236,6 +272,7 @@ pub fn bench_conv(reps: usize, figures: &mut Figures) -> Result<()> {
         let watch = load::Watch::start(&server);
         let mut ours = Vec::new();
         let mut ort_ms = Vec::new();
+        let mut spreads = Vec::new();
         for (i, (model, x)) in cases.iter().enumerate() {
             let limits = Limits::default();
             let inputs = std::slice::from_ref(x);
@@ -253,7 +290,9 @@ pub fn bench_conv(reps: usize, figures: &mut Figures) -> Result<()> {
             let rounds = reps.div_ceil(PER_ROUND).max(MIN_ROUNDS);
             let per_round = reps.div_ceil(rounds).max(1);
             let (mut mine, mut theirs) = (Vec::new(), Vec::new());
+            let mut round_ratios = Vec::new();
             for round in 0..rounds {
+                let first = mine.len();
                 // On one thread both sides of a round run on the same CPU,
                 // a different one each round (see `one_cpu_per_round`).
                 let cpu = (threads == 1 && !cpus.is_empty()).then(|| cpus[round % cpus.len()]);
@@ -272,8 +311,12 @@ pub fn bench_conv(reps: usize, figures: &mut Figures) -> Result<()> {
                         mine.push(t.elapsed().as_secs_f64() * 1e3);
                     }
                 });
-                theirs.extend(ort.time(i, per_round, cpu)?);
+                let round = ort.time(i, per_round, cpu)?;
+                let mut ours_round = mine[first..].to_vec();
+                round_ratios.push(median_of(&mut round.clone()) / median_of(&mut ours_round));
+                theirs.extend(round);
             }
+            spreads.push(Spread::new(&mine, &theirs, round_ratios));
             ours.push((prep, Duration::from_secs_f64(median_of(&mut mine) / 1e3)));
             ort_ms.push(median_of(&mut theirs));
         }
@@ -291,8 +334,18 @@ pub fn bench_conv(reps: usize, figures: &mut Figures) -> Result<()> {
             report["version"].as_str().unwrap_or("?")
         );
         println!(
-            "{:<30} {:>9} {:>10} {:>8} {:>6} {:>10} {:>8} {:>6} {:>9}",
-            "shape", "prepare", "ours", "GFLOP/s", "peak", "ort", "GFLOP/s", "peak", "ours/ort"
+            "{:<30} {:>9} {:>10} {:>8} {:>6} {:>10} {:>8} {:>6} {:>9} {:>11} {:>6}",
+            "shape",
+            "prepare",
+            "ours",
+            "GFLOP/s",
+            "peak",
+            "ort",
+            "GFLOP/s",
+            "peak",
+            "ours/ort",
+            "rounds",
+            "best"
         );
         for (i, s) in CONV_SHAPES.iter().enumerate() {
             let &(_, n, c, h, w, m, k, stride, pad, group) = s;
@@ -308,7 +361,7 @@ pub fn bench_conv(reps: usize, figures: &mut Figures) -> Result<()> {
             let (ms, o) = (run.as_secs_f64() * 1e3, ort[i]);
             let (ours_gflops, ort_gflops) = (gflop / ms * 1e3, gflop / o * 1e3);
             println!(
-                "{:<30} {:>7.3}ms {:>8.3}ms {:>8.1} {:>5.0}% {:>8.3}ms {:>8.1} {:>5.0}% {:>9.2}",
+                "{:<30} {:>7.3}ms {:>8.3}ms {:>8.1} {:>5.0}% {:>8.3}ms {:>8.1} {:>5.0}% {:>9.2} {:>11} {:>6.2}",
                 s.0,
                 prep.as_secs_f64() * 1e3,
                 ms,
@@ -317,7 +370,9 @@ pub fn bench_conv(reps: usize, figures: &mut Figures) -> Result<()> {
                 o,
                 ort_gflops,
                 100.0 * ort_gflops / peak,
-                o / ms
+                o / ms,
+                format!("{:.2}-{:.2}", spreads[i].low, spreads[i].high),
+                spreads[i].best
             );
             figures.conv.push(ConvFigure {
                 shape: s.0.to_string(),
@@ -332,6 +387,12 @@ pub fn bench_conv(reps: usize, figures: &mut Figures) -> Result<()> {
                 onnxruntime_gflops: ort_gflops,
                 onnxruntime_share_of_peak: ort_gflops / peak,
                 ratio: o / ms,
+                round_ratios: spreads[i].round_ratios.clone(),
+                round_ratio_low: spreads[i].low,
+                round_ratio_high: spreads[i].high,
+                best_ratio: spreads[i].best,
+                ours_samples_ms: spreads[i].ours.clone(),
+                onnxruntime_samples_ms: spreads[i].theirs.clone(),
             });
         }
         figures.note_load(section_load);
@@ -394,3 +455,25 @@ fn pin_current_thread(cpu: usize) {
 
 #[cfg(not(target_os = "linux"))]
 fn pin_current_thread(_: usize) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spread_keeps_every_run_and_the_extremes_of_the_rounds() {
+        // Two rounds of two runs: in the second the machine is slow for
+        // us (4 ms) and less so for onnxruntime (3 ms).
+        let ours = [2.0, 2.2, 4.0, 4.4];
+        let theirs = [2.1, 2.1, 3.0, 3.3];
+        let rounds = vec![2.1 / 2.1, 3.15 / 4.2];
+        let s = Spread::new(&ours, &theirs, rounds.clone());
+        assert_eq!(s.round_ratios, rounds);
+        assert_eq!((s.low, s.high), (0.75, 1.0));
+        assert_eq!(s.best, 2.1 / 2.0);
+        assert_eq!(
+            (s.ours.as_slice(), s.theirs.as_slice()),
+            (&ours[..], &theirs[..])
+        );
+    }
+}

@@ -273,6 +273,17 @@ pub struct ConvFigure {
     onnxruntime_share_of_peak: f64,
     /// onnxruntime time / our time: above 1.0 we are faster.
     ratio: f64,
+    /// The same ratio per round of alternation (each side's median in the
+    /// round), in order: how far the machine's slow and fast stretches
+    /// move it.
+    round_ratios: Vec<f64>,
+    round_ratio_low: f64,
+    round_ratio_high: f64,
+    /// onnxruntime's fastest run over our fastest.
+    best_ratio: f64,
+    /// Every timed run of each side, in order (rounds of equal length).
+    ours_samples_ms: Vec<f64>,
+    onnxruntime_samples_ms: Vec<f64>,
 }
 
 /// How long `alternating_medians` keeps alternating, at the least. Thirty
