@@ -133,7 +133,13 @@ struct Spread {
 }
 
 impl Spread {
-    fn new(ours: &[f64], theirs: &[f64], round_ratios: Vec<f64>) -> Spread {
+    /// From both sides' runs in rounds of `per_round` each, in order.
+    fn new(ours: &[f64], theirs: &[f64], per_round: usize) -> Spread {
+        let round_ratios: Vec<f64> = ours
+            .chunks(per_round.max(1))
+            .zip(theirs.chunks(per_round.max(1)))
+            .map(|(o, t)| median_of(&mut t.to_vec()) / median_of(&mut o.to_vec()))
+            .collect();
         let fastest = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
         let low = round_ratios.iter().copied().fold(f64::INFINITY, f64::min);
         let high = round_ratios
@@ -290,9 +296,7 @@ pub fn bench_conv(reps: usize, figures: &mut Figures) -> Result<()> {
             let rounds = reps.div_ceil(PER_ROUND).max(MIN_ROUNDS);
             let per_round = reps.div_ceil(rounds).max(1);
             let (mut mine, mut theirs) = (Vec::new(), Vec::new());
-            let mut round_ratios = Vec::new();
             for round in 0..rounds {
-                let first = mine.len();
                 // On one thread both sides of a round run on the same CPU,
                 // a different one each round (see `one_cpu_per_round`).
                 let cpu = (threads == 1 && !cpus.is_empty()).then(|| cpus[round % cpus.len()]);
@@ -311,12 +315,9 @@ pub fn bench_conv(reps: usize, figures: &mut Figures) -> Result<()> {
                         mine.push(t.elapsed().as_secs_f64() * 1e3);
                     }
                 });
-                let round = ort.time(i, per_round, cpu)?;
-                let mut ours_round = mine[first..].to_vec();
-                round_ratios.push(median_of(&mut round.clone()) / median_of(&mut ours_round));
-                theirs.extend(round);
+                theirs.extend(ort.time(i, per_round, cpu)?);
             }
-            spreads.push(Spread::new(&mine, &theirs, round_ratios));
+            spreads.push(Spread::new(&mine, &theirs, per_round));
             ours.push((prep, Duration::from_secs_f64(median_of(&mut mine) / 1e3)));
             ort_ms.push(median_of(&mut theirs));
         }
@@ -462,15 +463,15 @@ mod tests {
 
     #[test]
     fn spread_keeps_every_run_and_the_extremes_of_the_rounds() {
-        // Two rounds of two runs: in the second the machine is slow for
-        // us (4 ms) and less so for onnxruntime (3 ms).
-        let ours = [2.0, 2.2, 4.0, 4.4];
-        let theirs = [2.1, 2.1, 3.0, 3.3];
-        let rounds = vec![2.1 / 2.1, 3.15 / 4.2];
-        let s = Spread::new(&ours, &theirs, rounds.clone());
-        assert_eq!(s.round_ratios, rounds);
-        assert_eq!((s.low, s.high), (0.75, 1.0));
-        assert_eq!(s.best, 2.1 / 2.0);
+        // Two rounds of three runs: in the second the machine is slow for
+        // us (4 ms) and less so for onnxruntime (3 ms). Each round's ratio
+        // is of its medians (the middle run), not of its means.
+        let ours = [2.2, 2.0, 9.0, 4.0, 4.4, 4.2];
+        let theirs = [2.1, 2.2, 2.0, 3.3, 3.0, 3.15];
+        let s = Spread::new(&ours, &theirs, 3);
+        assert_eq!(s.round_ratios, vec![2.1 / 2.2, 3.15 / 4.2]);
+        assert_eq!((s.low, s.high), (3.15 / 4.2, 2.1 / 2.2));
+        assert_eq!(s.best, 2.0 / 2.0);
         assert_eq!(
             (s.ours.as_slice(), s.theirs.as_slice()),
             (&ours[..], &theirs[..])
