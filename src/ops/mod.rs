@@ -5,6 +5,7 @@
 //! runs the greatest registered `since_version` not above `o`, and the kernel
 //! receives that version so it can apply the version's rules.
 
+pub(crate) mod cache;
 pub mod center_crop_pad;
 pub mod conv;
 pub mod helpers;

@@ -91,23 +91,38 @@ fn positions(isa: Isa) -> usize {
 /// one and two threads, two rounds of 1.5 s runs in turns; by 1-28%).
 const CHUNK_WEIGHT_BYTES: usize = 1 << 20;
 /// [`CHUNK_WEIGHT_BYTES`] for AVX2, whose tiles take a block's 64
-/// channels a span of 32 at a time, each over 16 KiB of the chunk's
-/// weights. With spans of 16 (2026-12-03, one thread on a Zen 3 EPYC with
-/// 32 KiB L1 and 512 KiB L2, 1.5 s runs of each size): C256 14x14 68.8
-/// GFLOP/s with 1 MiB (its block's 590 KiB of weights then stream from L3
-/// through every tile), 80-84 with 64 or 128 KiB, 77-80 with 16 or 32;
-/// C64 56x56 and the 7x7 stride-2 layer alike from 1 MiB to 64 KiB and
-/// slower below. With spans of 32 (2026-12-04, runs alternating in one
-/// process): 32 KiB against 64, C64 1-2% and C256 0-3% faster; against
-/// 16, 6-7% faster on both. Asking for the weights ahead as `tile512`
-/// does measured alike or 2-3% slower.
-const CHUNK_WEIGHT_BYTES_AVX2: usize = 32 << 10;
+/// channels a span of 32 at a time: half the core's L2, so that the
+/// chunk's weights stay there with the input the tiles read.
+///
+/// Each tile loads and stores its sums once per chunk and costs a call
+/// per chunk, so a chunk should be as long as the cache allows. On a Zen
+/// 3 EPYC (512 KiB L2; 2026-12-03/04, one thread) C256 14x14 ran at 68.8
+/// GFLOP/s with 1 MiB chunks (its block's 590 KiB of weights then stream
+/// from L3 through every tile) and 80-84 with 64 or 128 KiB; 32 KiB
+/// against 64 was 1-2% faster on C64 56x56. On a Zen 4 EPYC (1 MiB L2;
+/// 2026-12-06, AVX-512 hidden, one thread, runs alternating inside each
+/// round with onnxruntime's in the same process): 32 KiB chunks ran C64
+/// 56x56 at 0.93 of onnxruntime's speed and C256 14x14 at 0.92, one chunk
+/// for the whole reduction at 0.95-0.96 and 0.94-0.95; against one chunk,
+/// 128 KiB was alike on C64 and 4% slower on C256, 256 KiB 1% slower on
+/// C256, 512 KiB alike on both.
+fn chunk_weight_bytes_avx2() -> usize {
+    crate::ops::cache::l2_bytes() / 2
+}
+/// The bytes of a block's weights one chunk holds with `isa`.
+pub(super) fn chunk_weight_bytes(isa: Isa) -> usize {
+    match isa {
+        Isa::Avx512 => CHUNK_WEIGHT_BYTES,
+        _ => chunk_weight_bytes_avx2(),
+    }
+}
 /// Output positions computed before their sums are written out, per ISA.
 /// AVX-512: 48 (eight tiles), three transposes of 16, 12 KiB of sums that
 /// stay in L1. AVX2: 192 (64 tiles), so that each span's chunk of weights
-/// serves four times as many tiles while it is in L1; the 48 KiB of sums
-/// then live in L2. Against 48 on the Zen 3 (runs alternating in one
-/// process, one thread): 96 positions were 1-2% faster on C64 and C256,
+/// serves four times as many tiles before the next span's; the 48 KiB of
+/// sums then live in L2. Against 48 on the Zen 3, when chunks were 32 KiB
+/// and stayed in L1 (runs alternating in one process, one thread): 96
+/// positions were 1-2% faster on C64 and C256,
 /// 192 another 0-3% (C3 7x7 s2 alike), 384 and 768 no faster than 192.
 fn group_positions(isa: Isa) -> usize {
     match isa {
@@ -189,12 +204,9 @@ pub(super) fn conv_direct_lanes(
     let block_items = blocks.div_ceil(bc);
     let tile_cut = |i: usize| guided_cut(tiles, tile_items, i);
     // Chunks of whole input channels whose weights stay in cache while a
-    // group of tiles runs over them: L2 with AVX-512, L1 per tile with
-    // AVX2.
-    let chunk_bytes = match isa {
-        Isa::Avx512 => CHUNK_WEIGHT_BYTES,
-        _ => CHUNK_WEIGHT_BYTES_AVX2,
-    };
+    // group of tiles runs over them: L2 with both (half of it with AVX2,
+    // see `chunk_weight_bytes_avx2`).
+    let chunk_bytes = chunk_weight_bytes(isa);
     let mut chunk = (chunk_bytes / (BLOCK * 4) / ntaps.max(1)).clamp(1, cg.max(1));
     // With AVX2, a reduction up to half again as long as a chunk is not
     // split: the 7x7 stride-2 layer's three channels (19 KiB of a span's
@@ -301,8 +313,9 @@ pub(super) fn conv_direct_lanes(
                         // The block's channels `span` at a time (all at
                         // once with AVX-512), each over every tile of the
                         // group, so that an AVX2 span's chunk of weights
-                        // (16 KiB) stays in L1 while the group's tiles
-                        // read it: with spans of 16, paired 0.3 s runs on
+                        // stays in cache while the group's tiles read it
+                        // (L1 when chunks were 32 KiB): with spans of 16,
+                        // paired 0.3 s runs on
                         // a Zen 3 EPYC against every span of a tile before
                         // the next tile, C256 14x14 4-6% faster on one and
                         // two threads, C64 56x56 0.5-1% slower, the 7x7
@@ -547,8 +560,9 @@ unsafe fn tile512<const STREAMED: bool>(
 /// `r.w`, `bias` and `sums`, whose rows are still BLOCK apart) x
 /// [`POSITIONS_AVX2`] positions, the same operations in the same order, so
 /// the two give bit-identical sums. Its weights are a span of 32 (`span`); the chunk's
-/// are in L1 or L2 ([`CHUNK_WEIGHT_BYTES_AVX2`]), so it asks for none
-/// ahead.
+/// are in L2 ([`chunk_weight_bytes_avx2`]) and it asks for none ahead
+/// (on the Zen 3, with chunks in L1, asking measured alike or 2-3%
+/// slower).
 ///
 /// # Safety
 /// AVX2 and FMA; `r` as for [`tile512`] with POSITIONS_AVX2 bases and rows

@@ -1010,6 +1010,18 @@ fn tile_plans_hold_every_position_and_the_taps_it_reads() {
     );
 }
 
+/// The channel-lane kernel paths this machine can run.
+fn lane_paths_here() -> Vec<KernelPath> {
+    [
+        (Isa::Avx512, KernelPath::LanesAvx512),
+        (Isa::Avx2, KernelPath::LanesAvx2),
+    ]
+    .into_iter()
+    .filter(|(isa, _)| isa.supported())
+    .map(|(_, path)| path)
+    .collect()
+}
+
 /// Geometries whose channel-lane tiles read X (long reductions), each
 /// running only the taps its class reads inside the input, met against the
 /// f64 reference on both instruction sets: every rank, unit and larger
@@ -1078,13 +1090,7 @@ fn channel_lane_kernels_reading_x_meet_the_rounding_bound() {
         ),
     ];
 
-    let mut paths = Vec::new();
-    if Isa::Avx512.supported() {
-        paths.push(KernelPath::LanesAvx512);
-    }
-    if Isa::Avx2.supported() {
-        paths.push(KernelPath::LanesAvx2);
-    }
+    let paths = lane_paths_here();
     for (i, (x, w, pads, strides, dilations, group)) in cases.into_iter().enumerate() {
         let attrs = ConvAttrs {
             pads: Some(pads),
@@ -1100,6 +1106,37 @@ fn channel_lane_kernels_reading_x_meet_the_rounding_bound() {
         for &path in &paths {
             for with_bias in [true, false] {
                 let what = format!("case {i} read from X");
+                check_against_reference(&what, &g, &inputs, TILE_BYTES, path, with_bias);
+            }
+        }
+    }
+}
+
+/// A reduction (1024 channels x 9 taps) whose block of weights (2.25 MiB)
+/// the channel-lane kernels split into chunks on both instruction sets,
+/// each tile carrying its sums from one chunk to the next, met against the
+/// f64 reference: tiles reading X (8x8 outputs) and over the padded copy
+/// (4x3 outputs, where the border classes would cost more than they save).
+#[test]
+fn channel_lane_chunks_carry_their_sums_on_both_plans() {
+    let block_weights = 1024 * 9 * direct_lanes::BLOCK * 4;
+    for isa in [Isa::Avx2, Isa::Avx512] {
+        assert!(direct_lanes::chunk_weight_bytes(isa) < block_weights);
+    }
+    let mut r = Rng::new(0x9E3779B97F4A7C15);
+    let paths = lane_paths_here();
+    for (x, reads_input) in [(&[1, 1024, 8, 8], true), (&[1, 1024, 4, 3], false)] {
+        let attrs = ConvAttrs {
+            pads: Some(vec![1; 4]),
+            ..Default::default()
+        };
+        let g = geometry(&attrs, x, &[16, 1024, 3, 3], None).unwrap();
+        let plan = tile_plan::TilePlan::new(&g, &direct::Layout::new(&g), 6, true);
+        assert_eq!(plan.reads_input, reads_input, "{x:?}");
+        let inputs = random_inputs(&g, &mut r);
+        for &path in &paths {
+            for with_bias in [true, false] {
+                let what = format!("{x:?} in chunks");
                 check_against_reference(&what, &g, &inputs, TILE_BYTES, path, with_bias);
             }
         }
