@@ -79,15 +79,24 @@ pub fn run(args: Args) -> Result<()> {
     let threads = rayon_threads();
     let (peak_one, isa) = crate::fma_peak::single_core();
     let peak_all = crate::fma_peak::all_cores(threads);
+    let tile_step = crate::fma_peak::tile_step_single_core();
     println!(
         "FMA peak ({isa}, measured): {:.1} GFLOP/s on one core, {:.1} GFLOP/s on {threads} threads",
         peak_one / 1e9,
         peak_all / 1e9
     );
+    if let Some(step) = tile_step {
+        println!(
+            "the dense Conv tile's step with its operands in L1: {:.1} GFLOP/s on one core ({:.0}% of the FMA peak)",
+            step / 1e9,
+            100.0 * step / peak_one
+        );
+    }
     println!();
     let mut figures = Figures {
         peak_one_core_gflops: peak_one / 1e9,
         peak_all_cores_gflops: peak_all / 1e9,
+        tile_step_one_core_gflops: tile_step.map(|f| f / 1e9),
         threads,
         isa: isa.to_string(),
         avx512_hidden: args.hide_avx512,
@@ -161,6 +170,9 @@ pub struct Figures {
     /// The same, measured again after the last figure.
     peak_one_core_gflops_at_end: f64,
     peak_all_cores_gflops_at_end: f64,
+    /// One core running the dense Conv tile's step from L1
+    /// (`fma_peak::tile_step_single_core`); null without AVX2 or AVX-512.
+    tile_step_one_core_gflops: Option<f64>,
     /// True when either measurement had all threads below
     /// `SHARED_CORES_BELOW` times one core: the all-thread figures are then
     /// not the kernels' alone.
