@@ -46,7 +46,7 @@ pub fn all_cores(threads: usize) -> f64 {
 /// and an FMA for each (vector, position) pair. onnxruntime's AVX-512
 /// NCHWc kernel takes the same step. None where neither instruction set
 /// runs. On cores where loads take FMA slots (an Intel Xeon of family 6
-/// model 167: 68-84% of the FMA peak) this, not the FMA peak, is what a
+/// model 167: 68-88% of the FMA peak) this, not the FMA peak, is what a
 /// register-tiled convolution can reach; on a Zen 4 it is the FMA peak.
 pub fn tile_step_single_core() -> Option<f64> {
     let mut best: Option<f64> = None;
