@@ -21,7 +21,9 @@
 //! running those taps only, straight from X (the border positions skip the
 //! padding's products); otherwise tiles of consecutive positions over the
 //! same zero-padded, stride-phase-split copy of the input as `direct.rs`
-//! (`direct::Layout`), each running every tap.
+//! (`direct::Layout`), each running every tap; of those, the tiles whose
+//! positions read no padding read X instead where rows are wide, and the
+//! copy is made only in the parts the others read.
 //!
 //! Numerical contract: each output is its bias, then the products of its
 //! (input channel, tap) pairs accumulated in that order in f32 with FMA
@@ -235,6 +237,16 @@ pub(super) fn conv_direct_lanes(
     let shifts: Vec<usize> = (0..cg)
         .flat_map(|c| plan.tap_shifts.iter().map(move |&t| c * chan + t))
         .collect();
+    // The same in X, for the tiles of a plan in order that read it.
+    let in_size = g.in_size();
+    let x_shifts: Vec<usize> = plan
+        .x_taps()
+        .map(|taps| {
+            (0..cg)
+                .flat_map(|c| taps.iter().map(move |&t| c * in_size + t))
+                .collect()
+        })
+        .unwrap_or_default();
     // Each group's biases padded to whole blocks.
     let biases: Vec<f32> = (0..g.group)
         .flat_map(|gi| {
@@ -257,18 +269,23 @@ pub(super) fn conv_direct_lanes(
     };
     for n in 0..g.batch {
         let image = &x[n * g.in_channels * g.in_size()..(n + 1) * g.in_channels * g.in_size()];
-        let buf: &[f32] = if unpadded {
-            image
+        // What the tiles read: X, or the copy (whole, or the parts of it
+        // that tiles reading padding read, where the others read X).
+        let copy = SendPtr(if unpadded {
+            image.as_ptr() as *mut f32
+        } else if let Some(rows) = plan.copy_rows() {
+            super::direct::fill_parts(g, layout, image, rows, &mut buf) as *mut f32
         } else {
             super::direct::fill_buffer(g, layout, image, &mut buf);
-            &buf
-        };
+            buf.as_mut_ptr()
+        });
         let items = g.group * block_items * tile_items;
         crate::ops::parallel::share(items, &|item| {
             let ti = item % tile_items;
             let bi = (item / tile_items) % block_items;
             let gi = item / tile_items / block_items;
-            let xg = buf[gi * cg * chan..].as_ptr();
+            let xg = copy.get().wrapping_add(gi * cg * chan) as *const f32;
+            let xi = image[gi * cg * in_size..].as_ptr();
             let (t0, t1) = (tile_cut(ti), tile_cut(ti + 1));
             if t0 >= t1 {
                 return;
@@ -281,6 +298,7 @@ pub(super) fn conv_direct_lanes(
             // (`usize::MAX` for a short tile's repeats), and the places in
             // a plane whose lines it writes.
             let bases = plan.bases(t0..t1);
+            let x_bases = plan.x_bases(t0..t1);
             let groups: Vec<(Rows, Vec<usize>)> = (t0..t1)
                 .step_by(group_tiles_max)
                 .map(|g0| {
@@ -334,6 +352,12 @@ pub(super) fn conv_direct_lanes(
                                     ..asks.clone()
                                 };
                                 let class = &plan.classes[plan.tile(g0 + t).0];
+                                let at = (g0 - t0 + t) * positions..(g0 - t0 + t + 1) * positions;
+                                let (x, bases, chan, shifts) = if plan.reads_x(g0 + t) {
+                                    (xi, &x_bases[at], in_size, &x_shifts)
+                                } else {
+                                    (xg, &bases[at], chan, &shifts)
+                                };
                                 // SAFETY: the CPU has `isa` (asserted
                                 // above); every base plus every shift of
                                 // every channel of the part lies inside
@@ -342,7 +366,11 @@ pub(super) fn conv_direct_lanes(
                                 // of its positions; in the copy, a
                                 // position's base is at most the grid's
                                 // last computed position, which
-                                // `Layout::len` covers with its reach;
+                                // `Layout::len` covers with its reach
+                                // (and where the copy is made in parts,
+                                // `CopyRows` holds every element a tile
+                                // on it reads; the tiles reading X in a
+                                // plan in order read no padding);
                                 // the span holds `kdim` entries of `span`
                                 // weights, the biases BLOCK values and
                                 // `sums` `group_tiles_max` tiles of
@@ -351,13 +379,13 @@ pub(super) fn conv_direct_lanes(
                                 unsafe {
                                     tile(
                                         Reduction {
-                                            x: xg,
-                                            bases: &bases[(g0 - t0 + t) * positions..][..positions],
+                                            x,
+                                            bases,
                                             chan,
                                             channels: part.clone(),
                                             taps: class,
                                             ntaps,
-                                            shifts: &shifts,
+                                            shifts,
                                             w: wb[c0 * kdim..].as_ptr(),
                                         },
                                         (k == 0).then_some(bb.add(c0)),
