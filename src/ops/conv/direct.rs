@@ -23,7 +23,6 @@
 //! that continue the same accumulator through memory, which changes nothing.
 
 use super::packing::DirectWeights;
-use super::tile_plan::CopyRows;
 use super::*;
 use crate::ops::sgemm::Isa;
 use std::mem::MaybeUninit;
@@ -307,27 +306,10 @@ pub(super) fn fill_buffer(g: &Geometry, layout: &Layout, image: &[f32], buf: &mu
         g,
         layout,
         image,
-        None,
         &mut buf.spare_capacity_mut()[..layout.len],
     );
     // SAFETY: `fill` wrote all `layout.len` elements.
     unsafe { buf.set_len(layout.len) };
-}
-
-/// Writes into `buf` (from [`take_buffer`]) the parts `rows` of one
-/// image's phase-split copy, and returns where the copy starts: only
-/// those elements are written, so only those may be read.
-pub(super) fn fill_parts(
-    g: &Geometry,
-    layout: &Layout,
-    image: &[f32],
-    rows: &CopyRows,
-    buf: &mut Vec<f32>,
-) -> *const f32 {
-    buf.clear();
-    let copy = buf.spare_capacity_mut();
-    fill(g, layout, image, Some(rows), &mut copy[..layout.len]);
-    copy.as_ptr() as *const f32
 }
 
 thread_local! {
@@ -415,15 +397,8 @@ fn output_row(g: &Geometry, layout: &Layout, r: usize) -> Option<usize> {
 
 /// Copies one image into the phase-split buffer, writing every element of
 /// its channels (the padding as zeros) in parallel: no serial zeroing pass
-/// before it. With `parts`, only those columns of each row, and nothing
-/// past the channels.
-fn fill(
-    g: &Geometry,
-    layout: &Layout,
-    image: &[f32],
-    parts: Option<&CopyRows>,
-    buf: &mut [MaybeUninit<f32>],
-) {
+/// before it.
+fn fill(g: &Geometry, layout: &Layout, image: &[f32], buf: &mut [MaybeUninit<f32>]) {
     let d = g.in_spatial.len();
     let in_size = g.in_size();
     let ql = layout.q[d - 1];
@@ -485,27 +460,22 @@ fn fill(
             sources: &sources,
             in_size,
             il,
-            stride: sl,
-            pad: pl,
-            parts,
         };
         // SAFETY: the CPU has `isa`; the task's rows are its own
         // (`TaskRows::write`) and `body` is alive until `share` returns.
         unsafe {
             match isa {
                 #[cfg(target_arch = "x86_64")]
-                Isa::Avx512 => task_rows.write_avx512(dst.get(), image),
+                Isa::Avx512 => task_rows.write_avx512(dst.get(), image, sl, pl),
                 #[cfg(target_arch = "x86_64")]
-                Isa::Avx2 => task_rows.write_avx2(dst.get(), image),
-                _ => task_rows.write(dst.get(), |out, line, phase, pad| {
-                    write_line(out, image, line, sl, phase, pad, Isa::Portable)
+                Isa::Avx2 => task_rows.write_avx2(dst.get(), image, sl, pl),
+                _ => task_rows.write(dst.get(), |out, line, phase| {
+                    write_line(out, image, line, sl, phase, pl, Isa::Portable)
                 }),
             }
         };
     });
-    if parts.is_none() {
-        tail.fill(MaybeUninit::new(0.0));
-    }
+    tail.fill(MaybeUninit::new(0.0));
 }
 
 /// The rows of one task of [`fill`]: `count` rows from row `first`, each
@@ -530,11 +500,6 @@ struct TaskRows<'a> {
     in_size: usize,
     /// The input's last extent (a line's length).
     il: usize,
-    /// The stride and the leading padding along the last axis.
-    stride: usize,
-    pad: usize,
-    /// Only these columns of each row, when not every row whole.
-    parts: Option<&'a CopyRows>,
 }
 
 /// A [`TaskRows`] method that writes the task's rows with [`write_line`]
@@ -547,11 +512,16 @@ macro_rules! vector_rows {
         $(#[$doc])*
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = $feature)]
-        unsafe fn $name(&self, body: *mut MaybeUninit<f32>, image: &[f32]) {
-            let stride = self.stride;
+        unsafe fn $name(
+            &self,
+            body: *mut MaybeUninit<f32>,
+            image: &[f32],
+            stride: usize,
+            pad: usize,
+        ) {
             // SAFETY: the caller's contract.
             unsafe {
-                self.write(body, |out, line, phase, pad| {
+                self.write(body, |out, line, phase| {
                     write_line(out, image, line, stride, phase, pad, $isa)
                 })
             };
@@ -560,10 +530,8 @@ macro_rules! vector_rows {
 }
 
 impl TaskRows<'_> {
-    /// Calls `row(out, line, phase, pad)` for every row of the task (or
-    /// each of its `parts`), with its line's range in the image, the phase
-    /// and the leading padding along the last axis; `body` is the buffer's
-    /// channels.
+    /// Calls `row(out, line, phase)` for every row of the task, with its
+    /// line's range in the image; `body` is the buffer's channels.
     ///
     /// # Safety
     /// `body` holds every channel's rows, and no other thread touches this
@@ -574,7 +542,7 @@ impl TaskRows<'_> {
     unsafe fn write(
         &self,
         body: *mut MaybeUninit<f32>,
-        mut row: impl FnMut(&mut [MaybeUninit<f32>], Option<std::ops::Range<usize>>, usize, usize),
+        mut row: impl FnMut(&mut [MaybeUninit<f32>], Option<std::ops::Range<usize>>, usize),
     ) {
         let rows_per_phase = self.rows_per_channel / self.phases;
         let v = self.first % self.rows_per_channel;
@@ -595,25 +563,7 @@ impl TaskRows<'_> {
             };
             let (src_off, line_phase) = self.sources[b];
             let at = |o: usize| c * self.in_size + o..c * self.in_size + o + self.il;
-            match self.parts {
-                None => row(out, src_off.map(at), line_phase, self.pad),
-                Some(parts) => {
-                    for &(c0, c1) in parts.of(r) {
-                        // Column c0 reads the line at c0 * stride + phase
-                        // - pad: the part is a row of its own whose line
-                        // starts there (or whose padding ends later).
-                        let from = c0 * self.stride + line_phase;
-                        let (line, pad) = match src_off.map(at) {
-                            None => (None, 0),
-                            Some(l) if from >= self.pad => {
-                                (Some((l.start + from - self.pad).min(l.end)..l.end), 0)
-                            }
-                            Some(l) => (Some(l), self.pad - from),
-                        };
-                        row(&mut out[c0..c1], line, 0, pad);
-                    }
-                }
-            }
+            row(out, src_off.map(at), line_phase);
             phase += 1;
             if phase == self.phases {
                 phase = 0;

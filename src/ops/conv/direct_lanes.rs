@@ -21,9 +21,7 @@
 //! running those taps only, straight from X (the border positions skip the
 //! padding's products); otherwise tiles of consecutive positions over the
 //! same zero-padded, stride-phase-split copy of the input as `direct.rs`
-//! (`direct::Layout`), each running every tap; of those, the tiles whose
-//! positions read no padding read X instead where rows are wide, and the
-//! copy is made only in the parts the others read.
+//! (`direct::Layout`), each running every tap.
 //!
 //! Numerical contract: each output is its bias, then the products of its
 //! (input channel, tap) pairs accumulated in that order in f32 with FMA
@@ -263,16 +261,6 @@ pub(super) fn conv_direct_lanes(
     let shifts: Vec<usize> = (0..cg)
         .flat_map(|c| plan.tap_shifts.iter().map(move |&t| c * chan + t))
         .collect();
-    // The same in X, for the tiles of a plan in order that read it.
-    let in_size = g.in_size();
-    let x_shifts: Vec<usize> = plan
-        .x_taps()
-        .map(|taps| {
-            (0..cg)
-                .flat_map(|c| taps.iter().map(move |&t| c * in_size + t))
-                .collect()
-        })
-        .unwrap_or_default();
     // Each group's biases padded to whole blocks.
     let biases: Vec<f32> = (0..g.group)
         .flat_map(|gi| {
@@ -295,23 +283,18 @@ pub(super) fn conv_direct_lanes(
     };
     for n in 0..g.batch {
         let image = &x[n * g.in_channels * g.in_size()..(n + 1) * g.in_channels * g.in_size()];
-        // What the tiles read: X, or the copy (whole, or the parts of it
-        // that tiles reading padding read, where the others read X).
-        let copy = SendPtr(if unpadded {
-            image.as_ptr() as *mut f32
-        } else if let Some(rows) = plan.copy_rows() {
-            super::direct::fill_parts(g, layout, image, rows, &mut buf) as *mut f32
+        let buf: &[f32] = if unpadded {
+            image
         } else {
             super::direct::fill_buffer(g, layout, image, &mut buf);
-            buf.as_mut_ptr()
-        });
+            &buf
+        };
         let items = g.group * block_items * tile_items;
         crate::ops::parallel::share(items, &|item| {
             let ti = item % tile_items;
             let bi = (item / tile_items) % block_items;
             let gi = item / tile_items / block_items;
-            let xg = copy.get().wrapping_add(gi * cg * chan) as *const f32;
-            let xi = image[gi * cg * in_size..].as_ptr();
+            let xg = buf[gi * cg * chan..].as_ptr();
             let (t0, t1) = (tile_cut(ti), tile_cut(ti + 1));
             if t0 >= t1 {
                 return;
@@ -324,7 +307,6 @@ pub(super) fn conv_direct_lanes(
             // (`usize::MAX` for a short tile's repeats), and the places in
             // a plane whose lines it writes.
             let bases = plan.bases(t0..t1);
-            let x_bases = plan.x_bases(t0..t1);
             let groups: Vec<(Rows, Vec<usize>)> = (t0..t1)
                 .step_by(group_tiles_max)
                 .map(|g0| {
@@ -382,12 +364,6 @@ pub(super) fn conv_direct_lanes(
                                     &plan.classes[class],
                                     tiles_by_count[real.clamp(1, positions) - 1],
                                 );
-                                let at = (g0 - t0 + t) * positions..(g0 - t0 + t + 1) * positions;
-                                let (x, bases, chan, shifts) = if plan.reads_x(g0 + t) {
-                                    (xi, &x_bases[at], in_size, &x_shifts)
-                                } else {
-                                    (xg, &bases[at], chan, &shifts)
-                                };
                                 // SAFETY: the CPU has `isa` (asserted
                                 // above); every base plus every shift of
                                 // every channel of the part lies inside
@@ -396,11 +372,7 @@ pub(super) fn conv_direct_lanes(
                                 // of its positions; in the copy, a
                                 // position's base is at most the grid's
                                 // last computed position, which
-                                // `Layout::len` covers with its reach
-                                // (and where the copy is made in parts,
-                                // `CopyRows` holds every element a tile
-                                // on it reads; the tiles reading X in a
-                                // plan in order read no padding);
+                                // `Layout::len` covers with its reach;
                                 // the span holds `kdim` entries of `span`
                                 // weights, the biases BLOCK values and
                                 // `sums` `group_tiles_max` tiles of
@@ -409,13 +381,13 @@ pub(super) fn conv_direct_lanes(
                                 unsafe {
                                     tile(
                                         Reduction {
-                                            x,
-                                            bases,
+                                            x: xg,
+                                            bases: &bases[(g0 - t0 + t) * positions..][..positions],
                                             chan,
                                             channels: part.clone(),
                                             taps: class,
                                             ntaps,
-                                            shifts,
+                                            shifts: &shifts,
                                             w: wb[c0 * kdim..].as_ptr(),
                                         },
                                         (k == 0).then_some(bb.add(c0)),

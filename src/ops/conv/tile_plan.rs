@@ -24,10 +24,6 @@
 //! over the zero-padded, phase-split copy (`direct::Layout`), each running
 //! every tap.
 //!
-//! A plan in order mixes the two where its rows are wide: the tiles whose
-//! positions read no padding read X, and the copy is made only where the
-//! others read it ([`CopyRows`]).
-//!
 //! Tiles of one class hold positions in row-major order, so their outputs
 //! are runs along the last axis, which the write-out stores whole; a
 //! class along the first or last columns holds one position per row, and
@@ -82,45 +78,6 @@ pub(super) struct TilePlan {
     /// Per axis: the output's extent and the padded grid's stride.
     grid: Vec<(usize, usize)>,
     per_tile: usize,
-    /// Tiles in order over the copy: which of them read X instead.
-    mixed: Option<Mixed>,
-}
-
-/// Tiles in order over the padded copy, of which those whose positions
-/// read no padding (every tap of every position inside the input) read X
-/// itself, as the tiles of a plan of classes do, each position from its
-/// own base. The copy then needs only what the other tiles read: the
-/// borders' rows and, on every other row, its first and last few columns
-/// ([`CopyRows`]), where the whole copy cost the 56x56 3x3 layer about 6%
-/// of its time and the 7x7 stride-2 layer about 7%. Both kinds of tile
-/// run every tap, so the sums are the same bits either way.
-struct Mixed {
-    /// Per tile: true when it reads the copy.
-    on_copy: Vec<bool>,
-    /// Every tap's shift in X (row-major kernel order).
-    x_taps: Vec<usize>,
-    /// Per axis, the offset in X of one output index's step.
-    x_step: Vec<usize>,
-    /// The offset in X of output position 0's window (wrapped: it lies
-    /// before the channel where that position reads padding).
-    x_origin: usize,
-    /// What of the copy the tiles on it read.
-    copy_rows: CopyRows,
-}
-
-/// The elements of the padded copy some tile reads: for each row of a
-/// phase plane (row-major over every axis but the last; the same rows in
-/// every phase and channel), ranges of columns, in order and disjoint.
-pub(super) struct CopyRows {
-    starts: Vec<usize>,
-    spans: Vec<(usize, usize)>,
-}
-
-impl CopyRows {
-    /// The column ranges of row `r` of every phase plane.
-    pub(super) fn of(&self, r: usize) -> &[(usize, usize)] {
-        &self.spans[self.starts[r]..self.starts[r + 1]]
-    }
 }
 
 /// Reduction length (input channels x taps) from which the tiles are cut
@@ -192,9 +149,6 @@ impl TilePlan {
             in_order_tiles: Some(os.div_ceil(per_tile)),
             grid: (0..d).map(|a| (g.out_spatial[a], q_stride[a])).collect(),
             per_tile,
-            mixed: (!layout.is_image(g))
-                .then(|| Mixed::new(g, layout, per_tile))
-                .flatten(),
         }
     }
 
@@ -211,7 +165,14 @@ impl TilePlan {
             row_major_strides(&g.out_spatial),
             row_major_strides(&g.in_spatial),
         );
-        let tap_shifts = x_tap_shifts(g);
+        let kernel_stride = row_major_strides(&g.kernel);
+        let tap_shifts: Vec<usize> = (0..g.kernel_size())
+            .map(|t| {
+                (0..d)
+                    .map(|a| (t / kernel_stride[a] % g.kernel[a]) * g.dilations[a] * in_stride[a])
+                    .sum()
+            })
+            .collect();
         let os = g.out_size();
         let mut plan = TilePlan {
             classes: Vec::with_capacity(count),
@@ -224,7 +185,6 @@ impl TilePlan {
             in_order_tiles: None,
             grid: Vec::new(),
             per_tile,
-            mixed: None,
         };
         let mut steps = 0;
         let mut pick = vec![0usize; d];
@@ -319,76 +279,41 @@ impl TilePlan {
     }
 
     /// The bases of the positions of tiles `tiles`, `per_tile` each (a
-    /// short tile's last repeated), in what the plan's tiles read: X for a
-    /// plan of classes, the padded copy for one in order.
+    /// short tile's last repeated).
     pub(super) fn bases(&self, tiles: std::ops::Range<usize>) -> std::borrow::Cow<'_, [usize]> {
         let (a, b) = (tiles.start * self.per_tile, tiles.end * self.per_tile);
         if self.in_order_tiles.is_none() {
             return std::borrow::Cow::Borrowed(&self.bases[a..b]);
         }
-        std::borrow::Cow::Owned(self.walk(a, b, |k| self.grid[k].1, 0))
-    }
-
-    /// [`Self::bases`] in X, for the tiles of a plan in order that read it
-    /// ([`Self::reads_x`]; the others' are of no use, and may wrap).
-    pub(super) fn x_bases(&self, tiles: std::ops::Range<usize>) -> Vec<usize> {
-        let Some(m) = &self.mixed else {
-            return Vec::new();
-        };
-        let (a, b) = (tiles.start * self.per_tile, tiles.end * self.per_tile);
-        self.walk(a, b, |k| m.x_step[k], m.x_origin)
-    }
-
-    /// True when tile `t` reads X where the plan's other tiles read the
-    /// padded copy (its positions read no padding).
-    pub(super) fn reads_x(&self, t: usize) -> bool {
-        self.mixed.as_ref().is_some_and(|m| !m.on_copy[t])
-    }
-
-    /// Every tap's shift in X, when some tiles of a plan in order read it.
-    pub(super) fn x_taps(&self) -> Option<&[usize]> {
-        self.mixed.as_ref().map(|m| &m.x_taps[..])
-    }
-
-    /// What of the padded copy the tiles read, when that is not all of it.
-    pub(super) fn copy_rows(&self) -> Option<&CopyRows> {
-        self.mixed.as_ref().map(|m| &m.copy_rows)
-    }
-
-    /// For positions `a..b` in order (those past the last output the last
-    /// one's again): `origin` plus, along each axis `k`, the coordinate
-    /// times `step(k)`, in wrapping arithmetic. One division per axis for
-    /// the first, then an odometer that turns once per run along the last
-    /// axis.
-    fn walk(&self, a: usize, b: usize, step: impl Fn(usize) -> usize, origin: usize) -> Vec<usize> {
+        // Positions a.. in order: one division per axis for the first,
+        // then an odometer that turns once per run along the last axis.
         let d = self.grid.len();
         let mut coord = vec![0usize; d];
-        let (mut rest, mut index) = (a, origin);
+        let (mut rest, mut index) = (a, 0);
         for k in (0..d).rev() {
             coord[k] = rest % self.grid[k].0;
             rest /= self.grid[k].0;
-            index = index.wrapping_add(coord[k].wrapping_mul(step(k)));
+            index += coord[k] * self.grid[k].1;
         }
         let count = b.min(self.os).saturating_sub(a);
         let mut out = Vec::with_capacity(b - a);
-        let last_step = step(d - 1);
         while out.len() < count {
             let mut k = d - 1;
             let run = (self.grid[k].0 - coord[k]).min(count - out.len());
-            out.extend((0..run).map(|i| index.wrapping_add(i.wrapping_mul(last_step))));
+            out.extend(index..index + run);
             coord[k] += run;
-            index = index.wrapping_add(run.wrapping_mul(last_step));
+            index += run;
             while coord[k] == self.grid[k].0 && k > 0 {
-                index = index.wrapping_sub(coord[k].wrapping_mul(step(k)));
+                index -= coord[k] * self.grid[k].1;
                 coord[k] = 0;
                 k -= 1;
                 coord[k] += 1;
-                index = index.wrapping_add(step(k));
+                index += self.grid[k].1;
             }
         }
-        let last = out.last().copied().unwrap_or(origin);
+        let last = out.last().copied().unwrap_or(0);
         out.resize(b - a, last);
-        out
+        std::borrow::Cow::Owned(out)
     }
 
     /// The output positions of tiles `tiles`, one per row of their sums.
@@ -493,192 +418,6 @@ fn listed_runs(
         i = j;
         Some(run)
     })
-}
-
-/// Every tap's shift in X, in row-major kernel order.
-fn x_tap_shifts(g: &Geometry) -> Vec<usize> {
-    let d = g.kernel.len();
-    let (in_stride, kernel_stride) = (
-        row_major_strides(&g.in_spatial),
-        row_major_strides(&g.kernel),
-    );
-    (0..g.kernel_size())
-        .map(|t| {
-            (0..d)
-                .map(|a| (t / kernel_stride[a] % g.kernel[a]) * g.dilations[a] * in_stride[a])
-                .sum()
-        })
-        .collect()
-}
-
-/// Columns of a copy row left unwritten between two parts below which
-/// the row is written as one part: each part costs a call of the row
-/// writer, about as much as writing a few dozen columns. With rows of 58
-/// (the 56x56 3x3 layer, whose parts are each row's first 2-8 and last 6
-/// columns) parts of a gap of 48 ran 4% slower than the whole copy, and
-/// reading X in the inner tiles over the whole copy 1% slower: at 64 such
-/// rows are made whole, so the plan reads the copy alone. The 7x7
-/// stride-2 layer's rows of 115 keep their parts (about 10 columns each
-/// side): 5-6% faster than the whole copy on one and two threads (Xeon,
-/// family 6 model 167, 2026-12-06, 6-8 pairs of 1 s runs in turns).
-const PART_GAP: usize = 64;
-
-impl Mixed {
-    /// Which tiles of `per_tile` positions in order read no padding, and
-    /// what of `layout`'s copy the others read; None when every tile reads
-    /// padding (the copy is then made whole).
-    fn new(g: &Geometry, layout: &Layout, per_tile: usize) -> Option<Mixed> {
-        let d = g.out_spatial.len();
-        let os = g.out_size();
-        if os == 0 || per_tile == 0 {
-            return None;
-        }
-        let last = d - 1;
-        // Per axis, the output indices whose every tap lies inside the
-        // input: o * s >= pad and o * s - pad + (k - 1) * dilation < n.
-        let inner: Vec<(usize, usize)> = (0..d)
-            .map(|a| {
-                let (s, p, n) = (g.strides[a], g.pads_begin[a], g.in_spatial[a]);
-                let span = g.kernel[a].saturating_sub(1) * g.dilations[a];
-                let hi = if n + p > span {
-                    ((n + p - span - 1) / s + 1).min(g.out_spatial[a])
-                } else {
-                    0
-                };
-                (p.div_ceil(s).min(hi), hi)
-            })
-            .collect();
-        // Tiles holding a position that reads padding: every tile of a row
-        // outside the inner box, and those of a row's first and last
-        // columns.
-        let width = g.out_spatial[last];
-        let tiles = os.div_ceil(per_tile);
-        let mut on_copy = vec![false; tiles];
-        let mut mark = |from: usize, to: usize| {
-            if from < to {
-                on_copy[from / per_tile..=(to - 1) / per_tile].fill(true);
-            }
-        };
-        let mut coord = vec![0usize; last];
-        for row in 0..os / width {
-            let start = row * width;
-            let (lo, hi) = inner[last];
-            if (0..last).all(|a| inner[a].0 <= coord[a] && coord[a] < inner[a].1) && lo < hi {
-                mark(start, start + lo);
-                mark(start + hi, start + width);
-            } else {
-                mark(start, start + width);
-            }
-            for a in (0..last).rev() {
-                coord[a] += 1;
-                if coord[a] < g.out_spatial[a] {
-                    break;
-                }
-                coord[a] = 0;
-            }
-        }
-        if on_copy.iter().all(|&c| c) {
-            return None;
-        }
-        // The copy tiles' positions as runs along the last axis: (output
-        // row, first column, past the last), in order.
-        let mut runs: Vec<(usize, usize, usize)> = Vec::new();
-        for t in (0..tiles).filter(|&t| on_copy[t]) {
-            let (mut p, end) = (t * per_tile, ((t + 1) * per_tile).min(os));
-            while p < end {
-                let (row, col) = (p / width, p % width);
-                let stop = (end - p).min(width - col);
-                match runs.last_mut() {
-                    Some(r) if r.0 == row && r.2 == col => r.2 = col + stop,
-                    _ => runs.push((row, col, col + stop)),
-                }
-                p += stop;
-            }
-        }
-        let out_rows = os / width;
-        let mut row_runs = vec![0usize; out_rows + 1];
-        for &(row, _, _) in &runs {
-            row_runs[row + 1] += 1;
-        }
-        for r in 0..out_rows {
-            row_runs[r + 1] += row_runs[r];
-        }
-        // A position reads the plane rows from its own to its own plus the
-        // kernel's reach in the plane (every phase's within it), and along
-        // the last axis the columns likewise: each plane row gathers the
-        // runs of the output rows within reach before it.
-        let reach: Vec<usize> = (0..d)
-            .map(|a| g.kernel[a].saturating_sub(1) * g.dilations[a] / g.strides[a])
-            .collect();
-        let row_stride = row_major_strides(&g.out_spatial[..last]);
-        let plane_rows: usize = layout.q[..last].iter().product();
-        let ql = layout.q[last];
-        let mut rows = CopyRows {
-            starts: Vec::with_capacity(plane_rows + 1),
-            spans: Vec::new(),
-        };
-        rows.starts.push(0);
-        let mut j = vec![0usize; last];
-        let mut here: Vec<(usize, usize)> = Vec::new();
-        for _ in 0..plane_rows {
-            here.clear();
-            // The output rows R with j - reach <= R <= j on every axis.
-            let lo: Vec<usize> = (0..last).map(|a| j[a].saturating_sub(reach[a])).collect();
-            let hi: Vec<usize> = (0..last)
-                .map(|a| j[a].min(g.out_spatial[a].saturating_sub(1)))
-                .collect();
-            if (0..last).all(|a| lo[a] <= hi[a]) {
-                let mut r = lo.clone();
-                'rows: loop {
-                    let flat: usize = (0..last).map(|a| r[a] * row_stride[a]).sum();
-                    for &(_, c0, c1) in &runs[row_runs[flat]..row_runs[flat + 1]] {
-                        here.push((c0, (c1 + reach[last]).min(ql)));
-                    }
-                    let mut a = last;
-                    loop {
-                        if a == 0 {
-                            break 'rows;
-                        }
-                        a -= 1;
-                        r[a] += 1;
-                        if r[a] <= hi[a] {
-                            break;
-                        }
-                        r[a] = lo[a];
-                    }
-                }
-            }
-            here.sort_unstable();
-            let first = rows.spans.len();
-            for &(c0, c1) in &here {
-                match rows.spans[first..].last_mut() {
-                    Some(s) if s.1 + PART_GAP >= c0 => s.1 = s.1.max(c1),
-                    _ => rows.spans.push((c0, c1)),
-                }
-            }
-            rows.starts.push(rows.spans.len());
-            for a in (0..last).rev() {
-                j[a] += 1;
-                if j[a] < layout.q[a] {
-                    break;
-                }
-                j[a] = 0;
-            }
-        }
-        if rows.spans.iter().all(|&s| s == (0, ql)) {
-            return None;
-        }
-        let in_stride = row_major_strides(&g.in_spatial);
-        Some(Mixed {
-            on_copy,
-            x_taps: x_tap_shifts(g),
-            x_step: (0..d).map(|a| g.strides[a] * in_stride[a]).collect(),
-            x_origin: (0..d).fold(0usize, |acc, a| {
-                acc.wrapping_sub(g.pads_begin[a] * in_stride[a])
-            }),
-            copy_rows: rows,
-        })
-    }
 }
 
 /// The taps (row-major kernel order) whose index along every axis lies in
