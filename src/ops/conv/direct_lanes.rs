@@ -301,8 +301,11 @@ pub(super) fn conv_direct_lanes(
             }
             // One group's sums, position by position, BLOCK channels each:
             // every tile writes its rows before anything reads them.
-            let mut sums = Vec::<f32>::with_capacity(group_tiles_max * positions * BLOCK);
+            // Its rows start on cache lines, so that the tiles' stores and
+            // the write-out's loads of whole vectors each touch one line.
+            let mut sums = Vec::<f32>::with_capacity(group_tiles_max * positions * BLOCK + 16);
             let sums = sums.as_mut_ptr();
+            let sums = sums.wrapping_add(sums.align_offset(64).min(16));
             // Each group's output positions, one per row of its sums
             // (`usize::MAX` for a short tile's repeats), and the places in
             // a plane whose lines it writes.

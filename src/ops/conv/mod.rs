@@ -73,6 +73,8 @@ mod geometry;
 mod im2col;
 mod im2col_gemm;
 pub(crate) mod packing;
+mod planes;
+pub use planes::Planes;
 mod pointwise;
 mod prepared;
 #[cfg(test)]
@@ -151,14 +153,14 @@ pub fn run(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
                 .and_then(|t| t.array::<f32>())
                 .map(|a| a.iter().copied().collect::<Vec<_>>());
             let y = conv_prepacked(&g, slice(xa)?, slice(wa)?, bias.as_deref(), scratch, packs);
-            wrap(Storage::F32(reshape(y, shape)?))?
+            wrap(Storage::F32(planes_array(y, shape)?))?
         }
         (Storage::F64(xa), Storage::F64(wa)) => {
             let bias = b
                 .and_then(|t| t.array::<f64>())
                 .map(|a| a.iter().copied().collect::<Vec<_>>());
             let y = conv(&g, slice(xa)?, slice(wa)?, bias.as_deref(), scratch);
-            wrap(Storage::F64(reshape(y, shape)?))?
+            wrap(Storage::F64(planes_array(y, shape)?))?
         }
         (Storage::F16(xa), Storage::F16(wa)) => {
             let widen = |a: &ArrayD<f16>| a.iter().map(|v| v.to_f32()).collect::<Vec<_>>();
@@ -166,7 +168,7 @@ pub fn run(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
             let w = widened_w.map_or_else(|| widen(wa).into(), Cow::Borrowed);
             let y = conv_prepacked(&g, &widen(xa), &w, bias.as_deref(), scratch, packs);
             wrap(Storage::F16(reshape(
-                y.into_iter().map(f16::from_f32).collect(),
+                y.iter().map(|&v| f16::from_f32(v)).collect(),
                 shape,
             )?))?
         }
@@ -176,7 +178,7 @@ pub fn run(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
             let w = widened_w.map_or_else(|| widen(wa).into(), Cow::Borrowed);
             let y = conv_prepacked(&g, &widen(xa), &w, bias.as_deref(), scratch, packs);
             wrap(Storage::BF16(reshape(
-                y.into_iter().map(bf16::from_f32).collect(),
+                y.iter().map(|&v| bf16::from_f32(v)).collect(),
                 shape,
             )?))?
         }
@@ -188,6 +190,12 @@ pub fn run(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
 pub(super) fn slice<T>(a: &ArrayD<T>) -> Result<&[T], KernelError> {
     a.as_slice()
         .ok_or_else(|| KernelError::Invalid("internal: tensor is not contiguous".into()))
+}
+
+/// [`reshape`] for the planes of a call.
+fn planes_array<T: Real>(y: Planes<T>, shape: IxDyn) -> Result<ArrayD<T>, KernelError> {
+    y.into_array(shape)
+        .map_err(|e| KernelError::Invalid(format!("internal: {e}")))
 }
 
 pub(super) fn reshape<T>(v: Vec<T>, shape: IxDyn) -> Result<ArrayD<T>, KernelError> {
@@ -287,7 +295,7 @@ pub fn conv<T: Real>(
     w: &[T],
     bias: Option<&[T]>,
     scratch_bytes: usize,
-) -> Vec<T> {
+) -> Planes<T> {
     conv_on(
         g,
         x,
@@ -308,7 +316,7 @@ fn conv_prepacked(
     bias: Option<&[f32]>,
     scratch_bytes: usize,
     packs: Packs,
-) -> Vec<f32> {
+) -> Planes<f32> {
     let kdim = g.in_channels / g.group * g.kernel_size();
     let isa = Isa::detect();
     let packs = Packs {
@@ -369,7 +377,7 @@ pub(crate) fn conv_on<T: Real>(
     scratch_bytes: usize,
     path: KernelPath,
     packs: Packs,
-) -> Vec<T> {
+) -> Planes<T> {
     let isa = path.isa();
     let kdim = g.in_channels / g.group * g.kernel_size();
     debug_assert!(packs
@@ -385,22 +393,22 @@ pub(crate) fn conv_on<T: Real>(
         // No input channels (X [N, 0, ...] and W [M, 0, ...] are valid):
         // every output is its channel's bias, or zero. Answered here, as
         // the kernels assume a reduction of at least one term.
-        let mut y = Vec::with_capacity(planes * os);
-        fill_bias(g, bias, &mut y.spare_capacity_mut()[..planes * os]);
+        let mut y = Planes::uninit(planes * os);
+        fill_bias(g, bias, y.spare());
         // SAFETY: `fill_bias` initialised all planes * os elements.
-        unsafe { y.set_len(planes * os) };
+        unsafe { y.assume_init() };
         return y;
     }
     if g.is_depthwise_2d() {
         // The depthwise kernels start from the bias themselves and write
         // every element once: no fill pass over the output first.
-        let mut y = Vec::with_capacity(planes * os);
+        let mut y = Planes::uninit(planes * os);
         if os > 0 {
-            let out = y.spare_capacity_mut();
+            let out = y.spare();
             rayon::scope(|_| depthwise_2d(g, x, w, bias, out, tile_bytes, isa));
         }
         // SAFETY: depthwise_2d wrote all planes * os elements.
-        unsafe { y.set_len(planes * os) };
+        unsafe { y.assume_init() };
         return y;
     }
     let is_f32 = std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>();
@@ -414,11 +422,12 @@ pub(crate) fn conv_on<T: Real>(
                     bias.map(|b| std::slice::from_raw_parts(b.as_ptr() as *const f32, b.len())),
                 )
             };
-            let mut y = Vec::<T>::with_capacity(planes * os);
-            // SAFETY: T is f32; the spare capacity is planes * os elements.
+            let mut y = Planes::<T>::uninit(planes * os);
+            let out = y.spare();
+            // SAFETY: T is f32; `out` is planes * os elements.
             let out = unsafe {
                 std::slice::from_raw_parts_mut(
-                    y.as_mut_ptr() as *mut std::mem::MaybeUninit<f32>,
+                    out.as_mut_ptr() as *mut std::mem::MaybeUninit<f32>,
                     planes * os,
                 )
             };
@@ -442,15 +451,15 @@ pub(crate) fn conv_on<T: Real>(
                 }
             }
             // SAFETY: both kernels write all planes * os elements.
-            unsafe { y.set_len(planes * os) };
+            unsafe { y.assume_init() };
             return y;
         }
     }
-    let mut y = Vec::with_capacity(planes * os);
+    let mut y = Planes::uninit(planes * os);
     if os == 0 || planes == 0 {
         return y;
     }
-    let out = &mut y.spare_capacity_mut()[..planes * os];
+    let out = y.spare();
     // The whole call on a pool thread: called from outside the pool (the
     // main thread of a model run), each parallel loop would otherwise be
     // handed over to the pool and waited for, which measured 20-30% slower
@@ -485,7 +494,7 @@ pub(crate) fn conv_on<T: Real>(
         im2col_gemm(g, x, w, yv, tile_bytes, isa);
     });
     // SAFETY: every path above wrote all planes * os elements.
-    unsafe { y.set_len(planes * os) };
+    unsafe { y.assume_init() };
     y
 }
 

@@ -549,7 +549,7 @@ fn no_input_channels_give_the_bias() {
                     .map(|i| b.map_or(0.0, |b| b[i / g.out_size() % m]))
                     .collect();
                 assert_eq!(got.len(), 2 * m * g.out_size(), "{path:?} M {m} k {k}");
-                assert_eq!(got, want, "{path:?} M {m} k {k} bias {}", b.is_some());
+                assert_eq!(*got, *want, "{path:?} M {m} k {k} bias {}", b.is_some());
             }
         }
     }
@@ -584,7 +584,7 @@ fn unaddressable_extents_are_rejected() {
     let g = geometry(&attrs, &[1, 1, 4], &[1, 1, 1], None).unwrap();
     assert_eq!(g.out_spatial, [2]);
     let y = conv(&g, &[1f32, 2.0, 3.0, 4.0], &[2.0], None, TILE_BYTES);
-    assert_eq!(y, [0.0, 2.0]);
+    assert_eq!(*y, [0.0, 2.0]);
 }
 
 #[test]
