@@ -91,10 +91,23 @@ pub(super) struct TilePlan {
 /// reading X, C64 56x56 3x3 (576) 4-5% and the 7x7 stride-2 layer (147)
 /// 7-13% slower.
 const SKIP_FROM: usize = 1024;
+/// [`SKIP_FROM`] on Intel's cores. On a Xeon (family 6 model 167,
+/// 2026-12-06), with short tiles running only their own positions, both
+/// plans in one process, 60-300 rounds each, after 50 ms pauses as the
+/// bench runs: classes took C64 56x56 3x3 (576 per output) 0.96-0.98 of
+/// the copy's time on one thread (0.989 back to back) and 0.982 on two,
+/// C64 112x112 0.979, C96 28x28 3x3 (864) 0.991, C32 56x56 5x5 (800)
+/// 0.997; the 7x7 stride-2 layer (147) 1.08, so it keeps the copy.
+const SKIP_FROM_INTEL: usize = 512;
 
 /// True when the reduction is long enough for classes ([`SKIP_FROM`]).
 pub(super) fn long_reduction(g: &Geometry) -> bool {
-    g.in_channels / g.group * g.kernel_size() >= SKIP_FROM
+    let from = if crate::ops::cache::intel() {
+        SKIP_FROM_INTEL
+    } else {
+        SKIP_FROM
+    };
+    g.in_channels / g.group * g.kernel_size() >= from
 }
 
 /// Along one axis, the runs of output indices `o0..o1` that read taps
