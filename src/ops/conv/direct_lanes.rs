@@ -183,7 +183,7 @@ pub(super) fn conv_direct_lanes(
     // reads X or the padded copy (`tile_plan.rs`).
     let positions = positions(isa);
     let group_tiles_max = group_positions(isa) / positions;
-    let plan = TilePlan::new(g, layout, positions, w.finite(), isa);
+    let plan = TilePlan::new(g, layout, positions, w.finite());
     // A channel's length in what the tiles read: X, or the padded copy.
     let chan = if plan.reads_input {
         g.in_size()

@@ -1100,7 +1100,7 @@ fn channel_lane_kernels_reading_x_meet_the_rounding_bound() {
             ..Default::default()
         };
         let g = geometry(&attrs, x, w, None).unwrap();
-        let plan = tile_plan::TilePlan::new(&g, &direct::Layout::new(&g), 6, true, Isa::Avx512);
+        let plan = tile_plan::TilePlan::new(&g, &direct::Layout::new(&g), 6, true);
         assert!(plan.reads_input, "case {i} takes the padded copy");
         let inputs = random_inputs(&g, &mut r);
         for &path in &paths {
@@ -1131,7 +1131,7 @@ fn channel_lane_chunks_carry_their_sums_on_both_plans() {
             ..Default::default()
         };
         let g = geometry(&attrs, x, &[16, 1024, 3, 3], None).unwrap();
-        let plan = tile_plan::TilePlan::new(&g, &direct::Layout::new(&g), 6, true, Isa::Avx512);
+        let plan = tile_plan::TilePlan::new(&g, &direct::Layout::new(&g), 6, true);
         assert_eq!(plan.reads_input, reads_input, "{x:?}");
         let inputs = random_inputs(&g, &mut r);
         for &path in &paths {

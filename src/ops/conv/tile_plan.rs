@@ -33,7 +33,6 @@
 use super::direct::Layout;
 use super::geometry::row_major_strides;
 use super::Geometry;
-use crate::ops::sgemm::Isa;
 
 /// The most classes a plan keeps: past that (wide kernels with wide
 /// padding, mostly in 3-D) the tiles run every tap over the padded copy,
@@ -92,19 +91,20 @@ pub(super) struct TilePlan {
 /// reading X, C64 56x56 3x3 (576) 4-5% and the 7x7 stride-2 layer (147)
 /// 7-13% slower.
 const SKIP_FROM: usize = 1024;
-/// [`SKIP_FROM`] for the AVX-512 tiles on Intel's cores. On a Xeon (family 6 model 167,
+/// [`SKIP_FROM`] on Intel's cores. On a Xeon (family 6 model 167,
 /// 2026-12-06), with short tiles running only their own positions, both
 /// plans in one process, 60-300 rounds each, after 50 ms pauses as the
 /// bench runs: classes took C64 56x56 3x3 (576 per output) 0.96-0.98 of
 /// the copy's time on one thread (0.989 back to back) and 0.982 on two,
 /// C64 112x112 0.979, C96 28x28 3x3 (864) 0.991, C32 56x56 5x5 (800)
-/// 0.997; the 7x7 stride-2 layer (147) 1.08, so it keeps the copy.
+/// 0.997; the 7x7 stride-2 layer (147) 1.08, so it keeps the copy. With
+/// AVX-512 hidden (the AVX2 tiles; 50-80 rounds): C64 56x56 0.977 on one
+/// thread and 0.997 on two, C96 28x28 1.002, C32 56x56 5x5 0.997.
 const SKIP_FROM_INTEL: usize = 512;
 
-/// True when the reduction is long enough for classes with the tiles of
-/// `isa` ([`SKIP_FROM`]).
-pub(super) fn long_reduction(g: &Geometry, isa: Isa) -> bool {
-    let from = if isa == Isa::Avx512 && crate::ops::cache::intel() {
+/// True when the reduction is long enough for classes ([`SKIP_FROM`]).
+pub(super) fn long_reduction(g: &Geometry) -> bool {
+    let from = if crate::ops::cache::intel() {
         SKIP_FROM_INTEL
     } else {
         SKIP_FROM
@@ -138,18 +138,11 @@ fn axis_runs(g: &Geometry, a: usize) -> Vec<(usize, usize, usize, usize)> {
 
 impl TilePlan {
     /// The plan for `g`, `per_tile` positions to a tile: classes reading X
-    /// when every weight is `finite`, the reduction is long for the tiles
-    /// of `isa` ([`long_reduction`]) and the classes cost no more
-    /// multiply-adds than
+    /// when every weight is `finite`, the reduction is long
+    /// ([`long_reduction`]) and the classes cost no more multiply-adds than
     /// tiles of every tap, else tiles in order over `layout`'s copy.
-    pub(super) fn new(
-        g: &Geometry,
-        layout: &Layout,
-        per_tile: usize,
-        finite: bool,
-        isa: Isa,
-    ) -> Self {
-        (finite && long_reduction(g, isa))
+    pub(super) fn new(g: &Geometry, layout: &Layout, per_tile: usize, finite: bool) -> Self {
+        (finite && long_reduction(g))
             .then(|| Self::exact(g, per_tile))
             .flatten()
             .unwrap_or_else(|| Self::in_order(g, layout, per_tile))
