@@ -157,10 +157,42 @@ const SUMS_LINES: usize = POSITIONS * BLOCK * 4 / 64;
 /// channels, the other span's included).
 const SUMS_LINES_AVX2: usize = POSITIONS_AVX2 * BLOCK * 4 / 64;
 
+/// The tile plan a prepared node's last run used, with what it was made
+/// for, so that the next run of the same shapes takes it instead of making
+/// it again: a plan of classes sorts its tiles and lists every position's
+/// base. Making it on every call took the C64 56x56 3x3 layer 1.020 of
+/// the time back to back (400 rounds in one process on the Xeon of
+/// 2026-12-06; 1.005 in rounds after pauses, within their spread).
+#[derive(Default)]
+pub(crate) struct PlanCache(std::sync::Mutex<Option<(PlanKey, std::sync::Arc<TilePlan>)>>);
+
+/// What a plan depends on: the geometry, the positions per tile and
+/// whether every weight is finite.
+type PlanKey = (Geometry, usize, bool);
+
+impl PlanCache {
+    /// The plan for `key`, from the cache or made by `make` (and kept).
+    fn get(&self, key: PlanKey, make: impl FnOnce() -> TilePlan) -> std::sync::Arc<TilePlan> {
+        // A poisoned lock only means another run panicked while holding
+        // it; the cached plan, if any, is whole either way.
+        let mut cached = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match &*cached {
+            Some((k, plan)) if *k == key => plan.clone(),
+            _ => {
+                let plan = std::sync::Arc::new(make());
+                *cached = Some((key, plan.clone()));
+                plan
+            }
+        }
+    }
+}
+
 /// The convolution of `x` into `y` (uninitialised, `batch x out_channels x
 /// out_size`), every element written once. `w` holds the weights packed
-/// for `g` (`LaneWeights::fits`). Call from a rayon pool thread; `isa` is
-/// AVX-512 or AVX2 and supported by the CPU.
+/// for `g` (`LaneWeights::fits`); `plans`, where given, keeps the tile
+/// plan between calls. Call from a rayon pool thread; `isa` is AVX-512 or
+/// AVX2 and supported by the CPU.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn conv_direct_lanes(
     g: &Geometry,
     layout: &Layout,
@@ -169,6 +201,7 @@ pub(super) fn conv_direct_lanes(
     bias: Option<&[f32]>,
     y: &mut [MaybeUninit<f32>],
     isa: Isa,
+    plans: Option<&PlanCache>,
 ) {
     assert!(
         isa != Isa::Portable && isa.supported(),
@@ -183,7 +216,11 @@ pub(super) fn conv_direct_lanes(
     // reads X or the padded copy (`tile_plan.rs`).
     let positions = positions(isa);
     let group_tiles_max = group_positions(isa) / positions;
-    let plan = TilePlan::new(g, layout, positions, w.finite());
+    let make = || TilePlan::new(g, layout, positions, w.finite());
+    let plan = match plans {
+        Some(cache) => cache.get((g.clone(), positions, w.finite()), make),
+        None => std::sync::Arc::new(make()),
+    };
     // A channel's length in what the tiles read: X, or the padded copy.
     let chan = if plan.reads_input {
         g.in_size()

@@ -146,6 +146,7 @@ pub fn run(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> OpOutput {
         gemm: prepared.and_then(|p| p.packed.as_ref()),
         direct: prepared.and_then(|p| p.direct.as_ref()),
         lanes: prepared.and_then(|p| p.lanes.as_ref()),
+        plans: prepared.map(|p| &p.plans),
     };
     let out = match (x.storage(), w.storage()) {
         (Storage::F32(xa), Storage::F32(wa)) => {
@@ -329,6 +330,7 @@ fn conv_prepacked(
         lanes: packs.lanes.filter(|p| {
             p.fits(g.out_channels, g.group, kdim) && p.span() == direct_lanes::span(isa)
         }),
+        plans: packs.plans,
     };
     conv_on(g, x, w, bias, scratch_bytes, KernelPath::Auto, packs)
 }
@@ -343,6 +345,8 @@ pub(crate) struct Packs<'a> {
     pub direct: Option<&'a DirectWeights>,
     /// For the channel-lane direct kernel.
     pub lanes: Option<&'a LaneWeights>,
+    /// Where the channel-lane kernel keeps its tile plan between calls.
+    pub plans: Option<&'a direct_lanes::PlanCache>,
 }
 
 /// When `Auto` takes the direct kernel over im2col + GEMM, from single-
@@ -446,7 +450,16 @@ pub(crate) fn conv_on<T: Real>(
                         LaneWeights::in_spans(g.out_channels, g.group, kdim, wf, span)
                     });
                     rayon::scope(|_| {
-                        direct_lanes::conv_direct_lanes(g, &layout, xf, lw, bf, out, isa)
+                        direct_lanes::conv_direct_lanes(
+                            g,
+                            &layout,
+                            xf,
+                            lw,
+                            bf,
+                            out,
+                            isa,
+                            packs.plans,
+                        )
                     });
                 }
             }

@@ -17,6 +17,8 @@ pub(crate) struct Prepared {
     pub direct: Option<DirectWeights>,
     /// The same for the channel-lane direct kernel.
     pub lanes: Option<LaneWeights>,
+    /// The channel-lane kernel's tile plan for the last input shape.
+    pub plans: super::direct_lanes::PlanCache,
 }
 
 /// Prepares a node whose W is constant; declines otherwise. Nothing here is
@@ -49,6 +51,7 @@ pub fn prepare(ctx: &KernelCtx, inputs: &[Option<&Tensor>]) -> Option<Box<NodeSt
         packed,
         direct,
         lanes,
+        plans: Default::default(),
     }))
 }
 

@@ -185,32 +185,41 @@ fn check_against_reference(
     // the arithmetic: the same bits.
     let kdim = g.in_channels / g.group * g.kernel_size();
     let prepacked = PackedWeights::new(g.out_channels, g.group, kdim, &w32, path.isa());
-    let again = conv_on(
-        g,
-        &x32,
-        &w32,
-        b32.as_deref(),
-        scratch,
-        path,
-        Packs {
-            gemm: Some(&prepacked),
-            direct: Some(&DirectWeights::new(g.out_channels, g.group, kdim, &w32)),
-            lanes: Some(&LaneWeights::in_spans(
-                g.out_channels,
-                g.group,
-                kdim,
-                &w32,
-                direct_lanes::span(path.isa()),
-            )),
-        },
+    let (direct, lanes) = (
+        DirectWeights::new(g.out_channels, g.group, kdim, &w32),
+        LaneWeights::in_spans(
+            g.out_channels,
+            g.group,
+            kdim,
+            &w32,
+            direct_lanes::span(path.isa()),
+        ),
     );
-    assert!(
-        got32
-            .iter()
-            .map(|v| v.to_bits())
-            .eq(again.iter().map(|v| v.to_bits())),
-        "{what}, {path:?}: prepacked weights changed the result ({g:?})"
-    );
+    // Twice with one plan cache: the second call takes the first's plan.
+    let plans = direct_lanes::PlanCache::default();
+    for call in ["first", "second"] {
+        let again = conv_on(
+            g,
+            &x32,
+            &w32,
+            b32.as_deref(),
+            scratch,
+            path,
+            Packs {
+                gemm: Some(&prepacked),
+                direct: Some(&direct),
+                lanes: Some(&lanes),
+                plans: Some(&plans),
+            },
+        );
+        assert!(
+            got32
+                .iter()
+                .map(|v| v.to_bits())
+                .eq(again.iter().map(|v| v.to_bits())),
+            "{what}, {path:?}: prepacked weights changed the result ({call} call, {g:?})"
+        );
+    }
     let (f32_sum, f64_sum) = (
         Arithmetic::of(DataType::Float).unwrap(),
         Arithmetic::of(DataType::Double).unwrap(),
@@ -1178,5 +1187,44 @@ fn channel_lane_kernels_multiply_padding_when_a_weight_is_infinite() {
             }
         }
         assert!(got[36..].iter().all(|v| v.is_finite()), "{path:?}");
+    }
+}
+
+/// One plan cache serving calls of different shapes in turn (a prepared
+/// node run on inputs of several sizes) gives each call its own plan: the
+/// same bits as calls without a cache.
+#[test]
+fn a_plan_cache_makes_a_new_plan_for_new_shapes() {
+    let paths = lane_paths_here();
+    let mut r = Rng::new(0xD1B54A32D192ED03);
+    let attrs = ConvAttrs {
+        pads: Some(vec![1; 4]),
+        ..Default::default()
+    };
+    let shapes: [&[usize]; 3] = [&[1, 128, 9, 7], &[1, 128, 5, 11], &[1, 128, 9, 7]];
+    let w: Vec<f32> = (0..16 * 128 * 9).map(|_| r.signed_unit() as f32).collect();
+    for &path in &paths {
+        let lanes = LaneWeights::in_spans(16, 1, 128 * 9, &w, direct_lanes::span(path.isa()));
+        let plans = direct_lanes::PlanCache::default();
+        for x in shapes {
+            let g = geometry(&attrs, x, &[16, 128, 3, 3], None).unwrap();
+            let xs: Vec<f32> = (0..g.in_channels * g.in_size())
+                .map(|_| r.signed_unit() as f32)
+                .collect();
+            let packs = |plans| Packs {
+                lanes: Some(&lanes),
+                plans,
+                ..Packs::default()
+            };
+            let cached = conv_on(&g, &xs, &w, None, TILE_BYTES, path, packs(Some(&plans)));
+            let fresh = conv_on(&g, &xs, &w, None, TILE_BYTES, path, packs(None));
+            assert!(
+                cached
+                    .iter()
+                    .map(|v| v.to_bits())
+                    .eq(fresh.iter().map(|v| v.to_bits())),
+                "{path:?} {x:?}"
+            );
+        }
     }
 }
