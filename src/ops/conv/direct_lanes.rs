@@ -260,29 +260,22 @@ pub(super) fn conv_direct_lanes(
     // The channels one tile computes, its kernel and the write-out's.
     // A short tile runs a tile of its own positions only (the corners of
     // a plan of classes hold one position each).
+    macro_rules! avx512_tiles {
+        ($streamed:literal) => {
+            &[
+                tile512::<$streamed, 1>,
+                tile512::<$streamed, 2>,
+                tile512::<$streamed, 3>,
+                tile512::<$streamed, 4>,
+                tile512::<$streamed, 5>,
+                tile512::<$streamed, 6>,
+            ]
+        };
+    }
+    // Entry `k` computes `k + 1` positions.
     let (tiles_by_count, write_out): (&[TileFn], WriteFn) = match (isa, streamed) {
-        (Isa::Avx512, true) => (
-            &[
-                tile512::<true, 1>,
-                tile512::<true, 2>,
-                tile512::<true, 3>,
-                tile512::<true, 4>,
-                tile512::<true, 5>,
-                tile512::<true, 6>,
-            ],
-            transpose_out512,
-        ),
-        (Isa::Avx512, false) => (
-            &[
-                tile512::<false, 1>,
-                tile512::<false, 2>,
-                tile512::<false, 3>,
-                tile512::<false, 4>,
-                tile512::<false, 5>,
-                tile512::<false, 6>,
-            ],
-            transpose_out512,
-        ),
+        (Isa::Avx512, true) => (avx512_tiles!(true), transpose_out512),
+        (Isa::Avx512, false) => (avx512_tiles!(false), transpose_out512),
         _ => (
             &[tile256::<1>, tile256::<2>, tile256::<3>],
             transpose_out256,
