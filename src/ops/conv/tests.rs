@@ -146,6 +146,12 @@ fn random_inputs(g: &Geometry, r: &mut Rng) -> [Vec<f64>; 3] {
     })
 }
 
+/// True when `a` and `b` hold the same f32 values bit for bit (a NaN's
+/// payload and a zero's sign included).
+fn same_bits(a: &[f32], b: &[f32]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
 /// Runs `g` on the kernels of `path` in f32 and in f64 and checks every
 /// output against the direct f64 reference, within the bound of the
 /// strict verdict policy (`error_bound.rs`):
@@ -213,10 +219,7 @@ fn check_against_reference(
             },
         );
         assert!(
-            got32
-                .iter()
-                .map(|v| v.to_bits())
-                .eq(again.iter().map(|v| v.to_bits())),
+            same_bits(&got32, &again),
             "{what}, {path:?}: prepacked weights changed the result ({call} call, {g:?})"
         );
     }
@@ -1218,13 +1221,7 @@ fn a_plan_cache_makes_a_new_plan_for_new_shapes() {
             };
             let cached = conv_on(&g, &xs, &w, None, TILE_BYTES, path, packs(Some(&plans)));
             let fresh = conv_on(&g, &xs, &w, None, TILE_BYTES, path, packs(None));
-            assert!(
-                cached
-                    .iter()
-                    .map(|v| v.to_bits())
-                    .eq(fresh.iter().map(|v| v.to_bits())),
-                "{path:?} {x:?}"
-            );
+            assert!(same_bits(&cached, &fresh), "{path:?} {x:?}");
         }
     }
 }
