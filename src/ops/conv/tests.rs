@@ -4,17 +4,31 @@ use crate::test_rng::Rng;
 
 /// The obvious direct convolution in f64: the oracle for the fast paths.
 fn reference(g: &Geometry, x: &[f64], w: &[f64], bias: Option<&[f64]>) -> Vec<f64> {
+    reference_with(g, x, w, bias, |acc, x, w| acc + x * w)
+}
+
+/// The obvious direct convolution, each output its bias and then
+/// `add(acc, x, w)` for every (input channel, tap) pair that reads inside
+/// the input, channel by channel and each channel's taps in row-major
+/// order.
+fn reference_with<T: Copy + Default>(
+    g: &Geometry,
+    x: &[T],
+    w: &[T],
+    bias: Option<&[T]>,
+    add: impl Fn(T, T, T) -> T,
+) -> Vec<T> {
     let rank = g.in_spatial.len();
     let (cg, mg) = (g.in_channels / g.group, g.out_channels / g.group);
     let os: usize = g.out_spatial.iter().product();
     let ks: usize = g.kernel.iter().product();
     let is: usize = g.in_spatial.iter().product();
-    let mut y = vec![0.0; g.batch * g.out_channels * os];
+    let mut y = vec![T::default(); g.batch * g.out_channels * os];
     for n in 0..g.batch {
         for m in 0..g.out_channels {
             let gi = m / mg;
             for o in 0..os {
-                let mut acc = bias.map_or(0.0, |b| b[m]);
+                let mut acc = bias.map_or(T::default(), |b| b[m]);
                 let mut oi = vec![0; rank];
                 let mut r = o;
                 for a in (0..rank).rev() {
@@ -42,7 +56,7 @@ fn reference(g: &Geometry, x: &[f64], w: &[f64], bias: Option<&[f64]>) -> Vec<f6
                         if inside {
                             let xv = x[(n * g.in_channels + gi * cg + c) * is + off];
                             let wv = w[(m * cg + c) * ks + k];
-                            acc += xv * wv;
+                            acc = add(acc, xv, wv);
                         }
                     }
                 }
@@ -1222,6 +1236,58 @@ fn a_plan_cache_makes_a_new_plan_for_new_shapes() {
             let cached = conv_on(&g, &xs, &w, None, TILE_BYTES, path, packs(Some(&plans)));
             let fresh = conv_on(&g, &xs, &w, None, TILE_BYTES, path, packs(None));
             assert!(same_bits(&cached, &fresh), "{path:?} {x:?}");
+        }
+    }
+}
+
+/// The channel-lane kernels' numerical contract, to the bit: each output
+/// is its bias and then one FMA per (input channel, tap) pair, channel by
+/// channel and each channel's taps in row-major order (the products with
+/// padding zeros add nothing to a non-zero sum), so an f32 FMA reference
+/// in that order gives every output's exact bits. The shapes cover the
+/// AVX2 tile's 3 x 3 unit-stride form (`kernel_rows_of_three`) over the
+/// padded copy, over X unpadded, from classes reading X and in chunks,
+/// output channels off the tile's span, and shapes that take the general
+/// step loop: strides, dilation, a 5 x 5 kernel, groups.
+#[test]
+fn channel_lane_kernels_accumulate_in_their_contract_order() {
+    let mut r = Rng::new(0x6A09E667F3BCC909);
+    // X, W, pads, strides, dilations, group.
+    type Case = (&'static [usize], &'static [usize], i64, i64, i64, i64);
+    let cases: [Case; 8] = [
+        (&[2, 16, 9, 10], &[40, 16, 3, 3], 1, 1, 1, 1),
+        (&[1, 8, 6, 7], &[8, 8, 3, 3], 0, 1, 1, 1),
+        (&[1, 128, 7, 6], &[24, 128, 3, 3], 1, 1, 1, 1),
+        (&[1, 1024, 4, 3], &[16, 1024, 3, 3], 1, 1, 1, 1),
+        (&[1, 16, 11, 10], &[16, 16, 3, 3], 1, 2, 1, 1),
+        (&[1, 16, 9, 9], &[16, 16, 3, 3], 2, 1, 2, 1),
+        (&[1, 8, 9, 9], &[16, 8, 5, 5], 2, 1, 1, 1),
+        (&[1, 32, 8, 8], &[32, 16, 3, 3], 1, 1, 1, 2),
+    ];
+    let paths = lane_paths_here();
+    assert!(!paths.is_empty() || !Isa::Avx2.supported());
+    for (i, (x, w, pad, stride, dilation, group)) in cases.into_iter().enumerate() {
+        let attrs = ConvAttrs {
+            pads: Some(vec![pad; 4]),
+            strides: Some(vec![stride; 2]),
+            dilations: Some(vec![dilation; 2]),
+            group,
+            ..Default::default()
+        };
+        let g = geometry(&attrs, x, w, None).unwrap();
+        let narrow = |v: Vec<f64>| v.into_iter().map(|a| a as f32).collect::<Vec<_>>();
+        let [xs, ws, bs] = random_inputs(&g, &mut r).map(narrow);
+        let want = reference_with(&g, &xs, &ws, Some(&bs), |acc, x, w| x.mul_add(w, acc));
+        for &path in &paths {
+            let got = conv_on(&g, &xs, &ws, Some(&bs), TILE_BYTES, path, Packs::default());
+            let first = (0..want.len()).find(|&k| got[k].to_bits() != want[k].to_bits());
+            assert!(
+                first.is_none(),
+                "case {i}, {path:?}: output {} is {} where the contract's order gives {} ({g:?})",
+                first.unwrap_or(0),
+                got[first.unwrap_or(0)],
+                want[first.unwrap_or(0)]
+            );
         }
     }
 }
