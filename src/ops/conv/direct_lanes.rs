@@ -288,6 +288,15 @@ pub(super) fn conv_direct_lanes(
         span,
         "channel-lane weights packed for another tile"
     );
+    // Each class's unrolled form, for the AVX2 tile.
+    let forms: Vec<TapForm> = plan
+        .classes
+        .iter()
+        .map(|class| match isa {
+            Isa::Avx512 => TapForm::Steps,
+            _ => TapForm::of(class, ntaps),
+        })
+        .collect();
     let shifts: Vec<usize> = (0..cg)
         .flat_map(|c| plan.tap_shifts.iter().map(move |&t| c * chan + t))
         .collect();
@@ -392,9 +401,9 @@ pub(super) fn conv_direct_lanes(
                                     },
                                     ..asks.clone()
                                 };
-                                let (class, real) = plan.tile(g0 + t);
+                                let (class_index, real) = plan.tile(g0 + t);
                                 let (class, tile) = (
-                                    &plan.classes[class],
+                                    &plan.classes[class_index],
                                     tiles_by_count[real.clamp(1, positions) - 1],
                                 );
                                 // SAFETY: the CPU has `isa` (asserted
@@ -422,6 +431,7 @@ pub(super) fn conv_direct_lanes(
                                             ntaps,
                                             shifts: &shifts,
                                             w: wb[c0 * kdim..].as_ptr(),
+                                            form: forms[class_index],
                                         },
                                         (k == 0).then_some(bb.add(c0)),
                                         sums.add(t * positions * BLOCK + c0),
@@ -462,6 +472,8 @@ struct Reduction<'a> {
     ntaps: usize,
     shifts: &'a [usize],
     w: *const f32,
+    /// The taps' unrolled form, if any (AVX2 full tiles).
+    form: TapForm,
 }
 
 /// Where item `i` of `items` starts in `0..total` (`i == items`: the end):
@@ -650,6 +662,12 @@ unsafe fn tile256<const P: usize>(
     ask: &Asks,
 ) {
     use std::arch::x86_64::*;
+    // A full tile whose taps fit an unrolled form runs each input
+    // channel's steps as one block (a function of its own, so that this
+    // loop keeps its accumulators in registers).
+    if P == POSITIONS_AVX2 && r.form != TapForm::Steps {
+        return unrolled_channels(&r, bias, sums, ask);
+    }
     let mut acc: [[__m256; VECS_AVX2]; P] = match bias {
         Some(bias) => [std::array::from_fn(|v| _mm256_loadu_ps(bias.add(v * 8))); P],
         None => std::array::from_fn(|i| {
@@ -671,17 +689,7 @@ unsafe fn tile256<const P: usize>(
             }
         };
     }
-    // A full tile of a unit-stride 3 x 3 kernel runs its steps unrolled
-    // a channel at a time (`rows_of_three`), the rest the loop of steps.
-    let full: Option<&mut [[__m256; VECS_AVX2]; POSITIONS_AVX2]> = (&mut acc[..]).try_into().ok();
-    match (full, kernel_rows_of_three(r.taps, r.ntaps)) {
-        (Some(acc3), Some((first, row))) => {
-            rows_of_three(&r, acc3, first, row, ask, sums);
-        }
-        _ => {
-            reduce!(r, VECS_AVX2 * 8, ask, sums, SUMS_LINES_AVX2, step);
-        }
-    }
+    reduce!(r, VECS_AVX2 * 8, ask, sums, SUMS_LINES_AVX2, step);
     for i in 0..POSITIONS_AVX2 {
         for (v, a) in acc[i.min(P - 1)].iter().enumerate() {
             _mm256_storeu_ps(sums.add(i * BLOCK + v * 8), *a);
@@ -689,177 +697,285 @@ unsafe fn tile256<const P: usize>(
     }
 }
 
-/// Where every tap of a 3 x 3 kernel lies, if the taps are the whole
-/// kernel in order and each kernel row's three taps are adjacent: the
-/// first tap's shift and the distance between kernel rows (in elements).
-/// So are the taps of a unit-stride, undilated 3 x 3 kernel, in the padded
-/// copy or in X.
-#[cfg(target_arch = "x86_64")]
-fn kernel_rows_of_three(taps: &[(usize, usize)], ntaps: usize) -> Option<(usize, usize)> {
-    if ntaps != 9 || taps.len() != 9 {
-        return None;
-    }
-    let first = taps[0].0;
-    let row = taps[3].0.checked_sub(first)?;
-    taps.iter()
-        .enumerate()
-        .all(|(k, &(shift, t))| t == k && shift == first + (k / 3) * row + k % 3)
-        .then_some((first, row))
+/// How a class's taps lie in what the tiles read, where an unrolled form
+/// of the AVX2 tile fits them: each input channel's steps as one block of
+/// instructions whose broadcasts sit at fixed offsets from a position's
+/// pointer and a few registers, with no shift read and no loop branch per
+/// step ([`unrolled_channels`]).
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub(super) enum TapForm {
+    /// Any taps: a step reads its shift.
+    Steps,
+    /// A block of a 3 x 3 kernel, `rows` x `cols` (3 x 3, 2 x 3 or 3 x 2:
+    /// the whole kernel, or what an edge of a one-wide padding reads), in
+    /// order, each kernel row's taps adjacent (unit stride and no
+    /// dilation, over the padded copy or in X): the first tap's shift and
+    /// index, and the distance between kernel rows.
+    Block {
+        first: usize,
+        tap0: usize,
+        row: usize,
+        rows: usize,
+        cols: usize,
+    },
 }
 
-/// [`tile256`]'s reduction for a full tile of a 3 x 3 kernel whose rows
-/// are adjacent taps ([`kernel_rows_of_three`]): the same steps in the same
-/// order, each input channel's nine as one block of instructions whose
-/// broadcasts sit at fixed offsets from each position's pointer and the
-/// row distance, with no shift read and no loop branch per step. Where a
-/// core's other hardware thread is busy, instructions, not FMAs, set the
-/// pace: the step of [`tile256`]'s loop (a shift read, 3 broadcasts, 4
-/// weight loads, 12 FMAs and the loop's own) ran at 60-79 GFLOP/s on the
-/// Zen 3 EPYC of 2026-12-07 in such stretches, these nine at 76-89 (the
-/// measured FMA peak 92; weights from L2 as on C64 56x56).
-///
-/// # Safety
-/// AVX2 and FMA; `r` as for [`tile256`] with 3 bases, its taps those of
-/// `first` and `row`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn rows_of_three(
-    r: &Reduction,
-    acc: &mut [[std::arch::x86_64::__m256; VECS_AVX2]; POSITIONS_AVX2],
-    first: usize,
-    row: usize,
-    ask: &Asks,
-    sums: *mut f32,
-) {
-    use std::arch::x86_64::*;
-    const SPAN: usize = VECS_AVX2 * 8;
-    let channels = r.channels.len();
-    // The channels whose steps ask for the output lines (one per step, as
-    // in `reduce!`) and those beside whose last steps the sums' lines are
-    // asked for; the ones between run as one loop.
-    let asking = ask.len().div_ceil(9).min(channels);
-    let closing = SUMS_LINES_AVX2.div_ceil(9).min(channels - asking);
-    let mut x: [*const f32; 3] = std::array::from_fn(|i| {
-        r.x.wrapping_add(r.bases[i] + r.channels.start * r.chan + first)
-    });
-    let mut w = r.w.add(r.channels.start * 9 * SPAN);
-    let [a0, a1, a2] = acc;
-    // Tap `t` of a kernel row, `{r1}` or twice that bytes past a position's
-    // pointer and `4 * t` bytes along; its weights are the step's 4 vectors
-    // at `w`.
-    macro_rules! tap {
-        ($row:literal, $t:literal, $w:literal) => {
-            concat!(
-                "vbroadcastss ymm13, dword ptr [{x0}",
-                $row,
-                " + ",
-                $t,
-                "]\n",
-                "vbroadcastss ymm14, dword ptr [{x1}",
-                $row,
-                " + ",
-                $t,
-                "]\n",
-                "vbroadcastss ymm15, dword ptr [{x2}",
-                $row,
-                " + ",
-                $t,
-                "]\n",
-                "vmovups ymm12, ymmword ptr [{w} + ",
-                $w,
-                "]\n",
-                "vfmadd231ps ymm0, ymm12, ymm13\n",
-                "vfmadd231ps ymm4, ymm12, ymm14\n",
-                "vfmadd231ps ymm8, ymm12, ymm15\n",
-                "vmovups ymm12, ymmword ptr [{w} + ",
-                $w,
-                " + 32]\n",
-                "vfmadd231ps ymm1, ymm12, ymm13\n",
-                "vfmadd231ps ymm5, ymm12, ymm14\n",
-                "vfmadd231ps ymm9, ymm12, ymm15\n",
-                "vmovups ymm12, ymmword ptr [{w} + ",
-                $w,
-                " + 64]\n",
-                "vfmadd231ps ymm2, ymm12, ymm13\n",
-                "vfmadd231ps ymm6, ymm12, ymm14\n",
-                "vfmadd231ps ymm10, ymm12, ymm15\n",
-                "vmovups ymm12, ymmword ptr [{w} + ",
-                $w,
-                " + 96]\n",
-                "vfmadd231ps ymm3, ymm12, ymm13\n",
-                "vfmadd231ps ymm7, ymm12, ymm14\n",
-                "vfmadd231ps ymm11, ymm12, ymm15\n",
-            )
+impl TapForm {
+    /// The form of `taps` (shift, index) of a kernel of `ntaps`.
+    pub(super) fn of(taps: &[(usize, usize)], ntaps: usize) -> TapForm {
+        // A corner's 2 x 2 block is one position's: a short tile.
+        let (rows, cols) = match taps.len() {
+            9 => (3, 3),
+            6 if taps.get(2).is_some_and(|&(_, t)| t == taps[0].1 + 2) => (2, 3),
+            6 => (3, 2),
+            _ => return TapForm::Steps,
         };
-    }
-    // `n` channels, each its nine taps, then the next channel.
-    let mut run = |n: usize| {
-        if n == 0 {
-            return;
+        if ntaps != 9 {
+            return TapForm::Steps;
         }
-        // SAFETY: the same loads as `tile256`'s steps for these channels
-        // and taps: the caller's bounds hold for every base, channel and
-        // tap.
+        let (first, tap0) = taps[0];
+        let Some(row) = taps[cols].0.checked_sub(first) else {
+            return TapForm::Steps;
+        };
+        let fits = taps.iter().enumerate().all(|(k, &(shift, t))| {
+            let (dy, dx) = (k / cols, k % cols);
+            t == tap0 + dy * 3 + dx && shift == first + dy * row + dx
+        });
+        if fits {
+            TapForm::Block {
+                first,
+                tap0,
+                row,
+                rows,
+                cols,
+            }
+        } else {
+            TapForm::Steps
+        }
+    }
+
+    /// Steps per input channel of a block.
+    fn steps(self) -> usize {
+        match self {
+            TapForm::Block { rows, cols, .. } => rows * cols,
+            TapForm::Steps => 0,
+        }
+    }
+}
+
+/// One step of an unrolled AVX2 tile in assembly: the three positions'
+/// inputs at `[{x0}`, `{x1}` and `{x2}` followed by `$at` broadcast, the
+/// 4 weight vectors at `$w` bytes past `{w}` loaded in turn, 12 FMAs into
+/// ymm0-ymm11 (position `i`'s vector `v` in ymm`4i + v`).
+#[cfg(target_arch = "x86_64")]
+macro_rules! asm_step {
+    ($at:literal, $w:literal) => {
+        concat!(
+            "vbroadcastss ymm13, dword ptr [{x0}",
+            $at,
+            "]\n",
+            "vbroadcastss ymm14, dword ptr [{x1}",
+            $at,
+            "]\n",
+            "vbroadcastss ymm15, dword ptr [{x2}",
+            $at,
+            "]\n",
+            "vmovups ymm12, ymmword ptr [{w} + ",
+            $w,
+            "]\n",
+            "vfmadd231ps ymm0, ymm12, ymm13\n",
+            "vfmadd231ps ymm4, ymm12, ymm14\n",
+            "vfmadd231ps ymm8, ymm12, ymm15\n",
+            "vmovups ymm12, ymmword ptr [{w} + ",
+            $w,
+            " + 32]\n",
+            "vfmadd231ps ymm1, ymm12, ymm13\n",
+            "vfmadd231ps ymm5, ymm12, ymm14\n",
+            "vfmadd231ps ymm9, ymm12, ymm15\n",
+            "vmovups ymm12, ymmword ptr [{w} + ",
+            $w,
+            " + 64]\n",
+            "vfmadd231ps ymm2, ymm12, ymm13\n",
+            "vfmadd231ps ymm6, ymm12, ymm14\n",
+            "vfmadd231ps ymm10, ymm12, ymm15\n",
+            "vmovups ymm12, ymmword ptr [{w} + ",
+            $w,
+            " + 96]\n",
+            "vfmadd231ps ymm3, ymm12, ymm13\n",
+            "vfmadd231ps ymm7, ymm12, ymm14\n",
+            "vfmadd231ps ymm11, ymm12, ymm15\n",
+        )
+    };
+}
+
+/// `asm!` over the unrolled tile's template and operands, with its
+/// accumulators `$a` (3 positions of 4 vectors) in ymm0-ymm11 and ymm12-15
+/// its scratch; it reads memory only.
+#[cfg(target_arch = "x86_64")]
+macro_rules! asm_tile {
+    ($a:ident, [$($template:expr),* $(,)?], $($operands:tt)*) => {
         std::arch::asm!(
-            "2:",
-            tap!("", "0", "0"),
-            tap!("", "4", "128"),
-            tap!("", "8", "256"),
-            tap!(" + {r1}", "0", "384"),
-            tap!(" + {r1}", "4", "512"),
-            tap!(" + {r1}", "8", "640"),
-            tap!(" + {r1}*2", "0", "768"),
-            tap!(" + {r1}*2", "4", "896"),
-            tap!(" + {r1}*2", "8", "1024"),
-            "add {x0}, {cb}",
-            "add {x1}, {cb}",
-            "add {x2}, {cb}",
-            "add {w}, 1152",
-            "dec {n}",
-            "jnz 2b",
-            x0 = inout(reg) x[0],
-            x1 = inout(reg) x[1],
-            x2 = inout(reg) x[2],
-            w = inout(reg) w,
-            n = inout(reg) n => _,
-            r1 = in(reg) row * 4,
-            cb = in(reg) r.chan * 4,
-            inout("ymm0") a0[0],
-            inout("ymm1") a0[1],
-            inout("ymm2") a0[2],
-            inout("ymm3") a0[3],
-            inout("ymm4") a1[0],
-            inout("ymm5") a1[1],
-            inout("ymm6") a1[2],
-            inout("ymm7") a1[3],
-            inout("ymm8") a2[0],
-            inout("ymm9") a2[1],
-            inout("ymm10") a2[2],
-            inout("ymm11") a2[3],
+            $($template,)*
+            $($operands)*
+            inout("ymm0") $a[0][0],
+            inout("ymm1") $a[0][1],
+            inout("ymm2") $a[0][2],
+            inout("ymm3") $a[0][3],
+            inout("ymm4") $a[1][0],
+            inout("ymm5") $a[1][1],
+            inout("ymm6") $a[1][2],
+            inout("ymm7") $a[1][3],
+            inout("ymm8") $a[2][0],
+            inout("ymm9") $a[2][1],
+            inout("ymm10") $a[2][2],
+            inout("ymm11") $a[2][3],
             out("ymm12") _,
             out("ymm13") _,
             out("ymm14") _,
             out("ymm15") _,
             options(nostack, readonly),
-        );
+        )
     };
+}
+
+/// [`tile256`]'s reduction for a full tile whose taps have an unrolled
+/// form (`r.form`): the same steps in the same order, so the same bits,
+/// each input channel's as one block of assembly, the output lines asked
+/// for over the first channels and the sums' lines beside the last steps
+/// as in `reduce!`. Where a core's other hardware thread is busy,
+/// instructions, not FMAs, set the pace: the loop's step (a shift read, 3
+/// broadcasts, 4 weight loads, 12 FMAs and the loop's own) ran at 60-79
+/// GFLOP/s on the Zen 3 EPYC of 2026-12-07 in such stretches, an unrolled
+/// block of steps at 76-89 (the measured FMA peak 92; weights from L2 as
+/// on C64 56x56). In one process, rounds after 50 ms pauses as the bench
+/// runs them, time with over time without: C64 56x56 0.84-0.89 and C256
+/// 14x14 0.88-0.93 (the whole kernel only), 0.90 (with the edges' blocks)
+/// on one thread, 0.85 and 0.87 on two. Assembly because LLVM spilled
+/// accumulators when it scheduled the unrolled steps itself.
+///
+/// # Safety
+/// AVX2 and FMA; `r` as for [`tile256`] with 3 bases, its taps those of
+/// `r.form`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn unrolled_channels(r: &Reduction, bias: Option<*const f32>, sums: *mut f32, ask: &Asks) {
+    use std::arch::x86_64::*;
+    let mut a: [[__m256; VECS_AVX2]; POSITIONS_AVX2] = match bias {
+        Some(bias) => [std::array::from_fn(|v| _mm256_loadu_ps(bias.add(v * 8))); POSITIONS_AVX2],
+        None => std::array::from_fn(|i| {
+            std::array::from_fn(|v| _mm256_loadu_ps(sums.add(i * BLOCK + v * 8)))
+        }),
+    };
+    const SPAN: usize = VECS_AVX2 * 8;
+    let (channels, ntaps) = (r.channels.len(), r.ntaps);
+    let TapForm::Block {
+        first,
+        tap0,
+        row,
+        rows,
+        cols,
+    } = r.form
+    else {
+        unreachable!("no unrolled form")
+    };
+    let mut x: [*const f32; 3] = std::array::from_fn(|i| {
+        r.x.wrapping_add(r.bases[i] + r.channels.start * r.chan + first)
+    });
+    let mut w = r.w.add((r.channels.start * ntaps + tap0) * SPAN);
+    let cb = r.chan * 4;
+    // `n` channels from `x` and `w` on, each its block of taps: tap (dy,
+    // dx) of the block `dy` rows and `dx` elements past a position's
+    // pointer, its weights `3 * dy + dx` steps past the block's first.
+    let mut run = |n: usize| {
+        if n == 0 {
+            return;
+        }
+        macro_rules! block {
+            ($($step:expr),* $(,)?) => {
+                // SAFETY: the loads of `tile256`'s steps for these
+                // channels and taps, whose bounds the caller's contract
+                // gives.
+                asm_tile!(
+                    a,
+                    [
+                        "2:",
+                        $($step,)*
+                        "add {x0}, {cb}",
+                        "add {x1}, {cb}",
+                        "add {x2}, {cb}",
+                        "add {w}, 1152",
+                        "dec {n}",
+                        "jnz 2b",
+                    ],
+                    x0 = inout(reg) x[0],
+                    x1 = inout(reg) x[1],
+                    x2 = inout(reg) x[2],
+                    w = inout(reg) w,
+                    n = inout(reg) n => _,
+                    r1 = in(reg) row * 4,
+                    cb = in(reg) cb,
+                )
+            };
+        }
+        match (rows, cols) {
+            (3, 3) => block!(
+                asm_step!("", "0"),
+                asm_step!(" + 4", "128"),
+                asm_step!(" + 8", "256"),
+                asm_step!(" + {r1}", "384"),
+                asm_step!(" + {r1} + 4", "512"),
+                asm_step!(" + {r1} + 8", "640"),
+                asm_step!(" + {r1}*2", "768"),
+                asm_step!(" + {r1}*2 + 4", "896"),
+                asm_step!(" + {r1}*2 + 8", "1024"),
+            ),
+            (2, 3) => block!(
+                asm_step!("", "0"),
+                asm_step!(" + 4", "128"),
+                asm_step!(" + 8", "256"),
+                asm_step!(" + {r1}", "384"),
+                asm_step!(" + {r1} + 4", "512"),
+                asm_step!(" + {r1} + 8", "640"),
+            ),
+            (3, 2) => block!(
+                asm_step!("", "0"),
+                asm_step!(" + 4", "128"),
+                asm_step!(" + {r1}", "384"),
+                asm_step!(" + {r1} + 4", "512"),
+                asm_step!(" + {r1}*2", "768"),
+                asm_step!(" + {r1}*2 + 4", "896"),
+            ),
+            _ => unreachable!("no block of {rows} x {cols}"),
+        }
+    };
+    // The channels whose steps ask for the output lines (one per step, as
+    // in `reduce!`) and those beside whose last steps the sums' lines are
+    // asked for; the ones between run as one loop.
+    let per = r.form.steps();
+    let asking = ask.len().div_ceil(per).min(channels);
+    let closing = SUMS_LINES_AVX2.div_ceil(per).min(channels - asking);
     let mut asks = ask.walk();
     for _ in 0..asking {
-        for line in asks.by_ref().take(9) {
+        for line in asks.by_ref().take(per) {
             _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
         }
         run(1);
     }
     run(channels - asking - closing);
-    let tail = (channels * 9).saturating_sub(SUMS_LINES_AVX2);
+    let tail = (channels * per).saturating_sub(SUMS_LINES_AVX2);
     for j in channels - closing..channels {
-        for s in (j * 9).max(tail)..(j + 1) * 9 {
+        for s in (j * per).max(tail)..(j + 1) * per {
             _mm_prefetch::<_MM_HINT_ET0>((sums as *const i8).wrapping_add(64 * (s - tail)));
         }
         run(1);
     }
     for line in asks {
         _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
+    }
+    for (i, row) in a.iter().enumerate() {
+        for (v, acc) in row.iter().enumerate() {
+            _mm256_storeu_ps(sums.add(i * BLOCK + v * 8), *acc);
+        }
     }
 }
 

@@ -1245,17 +1245,21 @@ fn a_plan_cache_makes_a_new_plan_for_new_shapes() {
 /// channel and each channel's taps in row-major order (the products with
 /// padding zeros add nothing to a non-zero sum), so an f32 FMA reference
 /// in that order gives every output's exact bits. The shapes cover the
-/// AVX2 tile's 3 x 3 unit-stride form (`kernel_rows_of_three`) over the
-/// padded copy, over X unpadded, from classes reading X and in chunks,
-/// output channels off the tile's span, and shapes that take the general
-/// step loop: strides, dilation, a 5 x 5 kernel, groups.
+/// AVX2 tile's unrolled form (`direct_lanes::TapForm`): 3 x 3 unit-stride
+/// over the padded copy, over X unpadded, from classes reading X and in
+/// chunks, output channels off the tile's span; and shapes that take the
+/// loop of steps: 7 x 7 stride 2 over the phase-split copy, a 3 x 3
+/// stride 2, dilation, a 5 x 5 kernel, groups.
 #[test]
 fn channel_lane_kernels_accumulate_in_their_contract_order() {
     let mut r = Rng::new(0x6A09E667F3BCC909);
     // X, W, pads, strides, dilations, group.
     type Case = (&'static [usize], &'static [usize], i64, i64, i64, i64);
-    let cases: [Case; 8] = [
+    let cases: [Case; 11] = [
         (&[2, 16, 9, 10], &[40, 16, 3, 3], 1, 1, 1, 1),
+        (&[1, 120, 12, 11], &[40, 120, 3, 3], 1, 1, 1, 1),
+        (&[1, 3, 20, 21], &[16, 3, 7, 7], 3, 2, 1, 1),
+        (&[1, 8, 15, 15], &[40, 8, 7, 7], 3, 2, 1, 1),
         (&[1, 8, 6, 7], &[8, 8, 3, 3], 0, 1, 1, 1),
         (&[1, 128, 7, 6], &[24, 128, 3, 3], 1, 1, 1, 1),
         (&[1, 1024, 4, 3], &[16, 1024, 3, 3], 1, 1, 1, 1),
@@ -1275,6 +1279,20 @@ fn channel_lane_kernels_accumulate_in_their_contract_order() {
             ..Default::default()
         };
         let g = geometry(&attrs, x, w, None).unwrap();
+        if i == 1 {
+            // Tiles cut from classes reading X, the edges' among them.
+            let plan = tile_plan::TilePlan::new(&g, &direct::Layout::new(&g), 3, true);
+            let edge = |c: &tile_plan::Taps| {
+                matches!(
+                    direct_lanes::TapForm::of(c, 9),
+                    direct_lanes::TapForm::Block { rows: 2, .. }
+                )
+            };
+            assert!(
+                plan.reads_input && plan.classes.iter().any(edge),
+                "case {i}"
+            );
+        }
         let narrow = |v: Vec<f64>| v.into_iter().map(|a| a as f32).collect::<Vec<_>>();
         let [xs, ws, bs] = random_inputs(&g, &mut r).map(narrow);
         let want = reference_with(&g, &xs, &ws, Some(&bs), |acc, x, w| x.mul_add(w, acc));
@@ -1290,4 +1308,67 @@ fn channel_lane_kernels_accumulate_in_their_contract_order() {
             );
         }
     }
+}
+
+/// Which shapes' tiles take the unrolled form of the AVX2 tile: blocks of
+/// a 3 x 3 kernel at unit stride (the whole kernel over the padded copy;
+/// in a plan reading X the interior's and the edges'); not the corners,
+/// strided or dilated 3 x 3 kernels, nor other kernels.
+#[test]
+fn unrolled_tap_forms_fit_the_shapes_they_are_for() {
+    use direct_lanes::TapForm;
+    let form = |x: &[usize], w: &[usize], pad: i64, stride: i64, dilation: i64| {
+        let attrs = ConvAttrs {
+            pads: Some(vec![pad; 4]),
+            strides: Some(vec![stride; 2]),
+            dilations: Some(vec![dilation; 2]),
+            ..Default::default()
+        };
+        let g = geometry(&attrs, x, w, None).unwrap();
+        let plan = tile_plan::TilePlan::new(&g, &direct::Layout::new(&g), 3, true);
+        let forms: Vec<TapForm> = plan
+            .classes
+            .iter()
+            .map(|c| TapForm::of(c, g.kernel_size()))
+            .collect();
+        (plan.reads_input, forms)
+    };
+    let (reads_x, forms) = form(&[1, 64, 56, 56], &[64, 64, 3, 3], 1, 1, 1);
+    assert!(!reads_x);
+    let whole = TapForm::Block {
+        first: 0,
+        tap0: 0,
+        row: 58,
+        rows: 3,
+        cols: 3,
+    };
+    assert_eq!(forms, [whole]);
+    for (w, stride, dilation) in [(3, 2, 1), (3, 1, 2), (7, 2, 1), (5, 1, 1)] {
+        let (_, forms) = form(&[1, 16, 20, 20], &[16, 16, w, w], 1, stride, dilation);
+        assert!(forms.iter().all(|f| *f == TapForm::Steps), "{forms:?}");
+    }
+    let (reads_x, forms) = form(&[1, 256, 14, 14], &[256, 256, 3, 3], 1, 1, 1);
+    assert!(reads_x);
+    // The interior and the four edges are blocks of taps; the four
+    // corners, one position each, take steps.
+    let mut blocks: Vec<(usize, usize, usize)> = forms
+        .iter()
+        .filter_map(|f| match *f {
+            TapForm::Block {
+                tap0, rows, cols, ..
+            } => Some((tap0, rows, cols)),
+            TapForm::Steps => None,
+        })
+        .collect();
+    blocks.sort();
+    let want = [(0, 2, 3), (0, 3, 2), (0, 3, 3), (1, 3, 2), (3, 2, 3)];
+    assert_eq!(blocks, want, "{forms:?}");
+    assert_eq!(forms.len(), 9, "{forms:?}");
+    assert!(forms.contains(&TapForm::Block {
+        first: 0,
+        tap0: 0,
+        row: 14,
+        rows: 3,
+        cols: 3
+    }));
 }
