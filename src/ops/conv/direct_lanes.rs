@@ -769,7 +769,7 @@ impl TapForm {
 /// ymm0-ymm11 (position `i`'s vector `v` in ymm`4i + v`).
 #[cfg(target_arch = "x86_64")]
 macro_rules! asm_step {
-    ($at:literal, $w:literal) => {
+    ($at:expr, $w:expr) => {
         concat!(
             "vbroadcastss ymm13, dword ptr [{x0}",
             $at,
@@ -804,6 +804,25 @@ macro_rules! asm_step {
             "vfmadd231ps ymm3, ymm12, ymm13\n",
             "vfmadd231ps ymm7, ymm12, ymm14\n",
             "vfmadd231ps ymm11, ymm12, ymm15\n",
+        )
+    };
+}
+
+/// A kernel row's taps as [`asm_step!`]s: 3 or 2 adjacent taps, `$row`
+/// past a position's pointer, their weights from `$w` bytes on, a step
+/// (128 bytes) apart.
+#[cfg(target_arch = "x86_64")]
+macro_rules! asm_row {
+    (3, $row:expr, $w:expr) => {
+        concat!(
+            asm_row!(2, $row, $w),
+            asm_step!(concat!($row, " + 8"), concat!($w, " + 256")),
+        )
+    };
+    (2, $row:expr, $w:expr) => {
+        concat!(
+            asm_step!($row, $w),
+            asm_step!(concat!($row, " + 4"), concat!($w, " + 128")),
         )
     };
 }
@@ -878,8 +897,11 @@ unsafe fn unrolled_channels(r: &Reduction, bias: Option<*const f32>, sums: *mut 
     else {
         unreachable!("no unrolled form")
     };
+    // A base in X may be a wrapped offset before the channel, which the
+    // taps' shifts bring inside (`TilePlan::bases`).
     let mut x: [*const f32; 3] = std::array::from_fn(|i| {
-        r.x.wrapping_add(r.bases[i] + r.channels.start * r.chan + first)
+        r.x.wrapping_add(r.bases[i])
+            .wrapping_add(r.channels.start * r.chan + first)
     });
     let mut w = r.w.add((r.channels.start * ntaps + tap0) * SPAN);
     let cb = r.chan * 4;
@@ -917,33 +939,18 @@ unsafe fn unrolled_channels(r: &Reduction, bias: Option<*const f32>, sums: *mut 
                 )
             };
         }
+        // Kernel rows `{r1}` bytes apart, their weights 3 steps apart.
         match (rows, cols) {
             (3, 3) => block!(
-                asm_step!("", "0"),
-                asm_step!(" + 4", "128"),
-                asm_step!(" + 8", "256"),
-                asm_step!(" + {r1}", "384"),
-                asm_step!(" + {r1} + 4", "512"),
-                asm_step!(" + {r1} + 8", "640"),
-                asm_step!(" + {r1}*2", "768"),
-                asm_step!(" + {r1}*2 + 4", "896"),
-                asm_step!(" + {r1}*2 + 8", "1024"),
+                asm_row!(3, "", "0"),
+                asm_row!(3, " + {r1}", "384"),
+                asm_row!(3, " + {r1}*2", "768"),
             ),
-            (2, 3) => block!(
-                asm_step!("", "0"),
-                asm_step!(" + 4", "128"),
-                asm_step!(" + 8", "256"),
-                asm_step!(" + {r1}", "384"),
-                asm_step!(" + {r1} + 4", "512"),
-                asm_step!(" + {r1} + 8", "640"),
-            ),
+            (2, 3) => block!(asm_row!(3, "", "0"), asm_row!(3, " + {r1}", "384")),
             (3, 2) => block!(
-                asm_step!("", "0"),
-                asm_step!(" + 4", "128"),
-                asm_step!(" + {r1}", "384"),
-                asm_step!(" + {r1} + 4", "512"),
-                asm_step!(" + {r1}*2", "768"),
-                asm_step!(" + {r1}*2 + 4", "896"),
+                asm_row!(2, "", "0"),
+                asm_row!(2, " + {r1}", "384"),
+                asm_row!(2, " + {r1}*2", "768"),
             ),
             _ => unreachable!("no block of {rows} x {cols}"),
         }
