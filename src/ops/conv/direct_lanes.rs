@@ -21,7 +21,12 @@
 //! running those taps only, straight from X (the border positions skip the
 //! padding's products); otherwise tiles of consecutive positions over the
 //! same zero-padded, stride-phase-split copy of the input as `direct.rs`
-//! (`direct::Layout`), each running every tap.
+//! (`direct::Layout`), each running every tap. With AVX2, a full tile
+//! whose taps are a block of a unit-stride 3 x 3 kernel (the whole kernel,
+//! or an edge's 2 x 3 or 3 x 2) runs each input channel's steps as one
+//! block of inline assembly, without the loop's shift read and branch per
+//! step ([`TapForm`], `unrolled_channels`): the same steps in the same
+//! order.
 //!
 //! Numerical contract: each output is its bias, then the products of its
 //! (input channel, tap) pairs accumulated in that order in f32 with FMA
