@@ -25,7 +25,7 @@
 //! whose taps are a block of a unit-stride 3 x 3 kernel (the whole kernel,
 //! or an edge's 2 x 3 or 3 x 2) runs each input channel's steps as one
 //! block of inline assembly, without the loop's shift read and branch per
-//! step ([`TapForm`], `unrolled_channels`): the same steps in the same
+//! step ([`TapForm`], `unrolled_tiles`): the same steps in the same
 //! order.
 //!
 //! Numerical contract: each output is its bias, then the products of its
@@ -397,20 +397,34 @@ pub(super) fn conv_direct_lanes(
                         // process). The first span's tiles ask for the
                         // output lines.
                         for c0 in (0..channels).step_by(span) {
-                            for t in 0..group_tiles {
-                                let ask = Asks {
-                                    channels: if k == 0 && c0 == 0 {
-                                        channels * t / group_tiles..channels * (t + 1) / group_tiles
-                                    } else {
-                                        0..0
-                                    },
-                                    ..asks.clone()
-                                };
+                            let mut t = 0;
+                            while t < group_tiles {
                                 let (class_index, real) = plan.tile(g0 + t);
-                                let (class, tile) = (
-                                    &plan.classes[class_index],
-                                    tiles_by_count[real.clamp(1, positions) - 1],
-                                );
+                                let form = forms[class_index];
+                                // A run of full tiles of one class whose
+                                // taps have an unrolled form (AVX2) is one
+                                // call; any other tile a call of its own.
+                                let unrolled =
+                                    form != TapForm::Steps && real == positions && !part.is_empty();
+                                let end = match unrolled {
+                                    true => (t + 1..group_tiles)
+                                        .find(|&e| plan.tile(g0 + e) != (class_index, positions))
+                                        .unwrap_or(group_tiles),
+                                    false => t + 1,
+                                };
+                                let r = Reduction {
+                                    x: xg,
+                                    bases: &bases[(g0 - t0 + t) * positions..]
+                                        [..(end - t) * positions],
+                                    chan,
+                                    channels: part.clone(),
+                                    taps: &plan.classes[class_index],
+                                    ntaps,
+                                    shifts: &shifts,
+                                    w: wb[c0 * kdim..].as_ptr(),
+                                    form,
+                                };
+                                let asking = k == 0 && c0 == 0;
                                 // SAFETY: the CPU has `isa` (asserted
                                 // above); every base plus every shift of
                                 // every channel of the part lies inside
@@ -423,26 +437,31 @@ pub(super) fn conv_direct_lanes(
                                 // the span holds `kdim` entries of `span`
                                 // weights, the biases BLOCK values and
                                 // `sums` `group_tiles_max` tiles of
-                                // `positions` x BLOCK, of which the tile
-                                // covers `span` channels from `c0`.
+                                // `positions` x BLOCK, of which the tiles
+                                // cover `span` channels from `c0`.
                                 unsafe {
-                                    tile(
-                                        Reduction {
-                                            x: xg,
-                                            bases: &bases[(g0 - t0 + t) * positions..][..positions],
-                                            chan,
-                                            channels: part.clone(),
-                                            taps: class,
-                                            ntaps,
-                                            shifts: &shifts,
-                                            w: wb[c0 * kdim..].as_ptr(),
-                                            form: forms[class_index],
-                                        },
-                                        (k == 0).then_some(bb.add(c0)),
-                                        sums.add(t * positions * BLOCK + c0),
-                                        &ask,
-                                    )
-                                };
+                                    let bias = (k == 0).then_some(bb.add(c0));
+                                    let sums = sums.add(t * positions * BLOCK + c0);
+                                    if unrolled {
+                                        let share = asking.then_some((t, group_tiles, channels));
+                                        unrolled_tiles(&r, bias, sums, &asks, share);
+                                    } else {
+                                        let ask = Asks {
+                                            channels: match asking {
+                                                true => {
+                                                    channels * t / group_tiles
+                                                        ..channels * (t + 1) / group_tiles
+                                                }
+                                                false => 0..0,
+                                            },
+                                            ..asks.clone()
+                                        };
+                                        tiles_by_count[real.clamp(1, positions) - 1](
+                                            r, bias, sums, &ask,
+                                        );
+                                    }
+                                }
+                                t = end;
                             }
                         }
                     }
@@ -667,12 +686,6 @@ unsafe fn tile256<const P: usize>(
     ask: &Asks,
 ) {
     use std::arch::x86_64::*;
-    // A full tile whose taps fit an unrolled form runs each input
-    // channel's steps as one block (a function of its own, so that this
-    // loop keeps its accumulators in registers).
-    if P == POSITIONS_AVX2 && r.form != TapForm::Steps {
-        return unrolled_channels(&r, bias, sums, ask);
-    }
     let mut acc: [[__m256; VECS_AVX2]; P] = match bias {
         Some(bias) => [std::array::from_fn(|v| _mm256_loadu_ps(bias.add(v * 8))); P],
         None => std::array::from_fn(|i| {
@@ -706,7 +719,7 @@ unsafe fn tile256<const P: usize>(
 /// of the AVX2 tile fits them: each input channel's steps as one block of
 /// instructions whose broadcasts sit at fixed offsets from a position's
 /// pointer and a few registers, with no shift read and no loop branch per
-/// step ([`unrolled_channels`]).
+/// step ([`unrolled_tiles`]).
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub(super) enum TapForm {
     /// Any taps: a step reads its shift.
@@ -756,14 +769,6 @@ impl TapForm {
             }
         } else {
             TapForm::Steps
-        }
-    }
-
-    /// Steps per input channel of a block.
-    fn steps(self) -> usize {
-        match self {
-            TapForm::Block { rows, cols, .. } => rows * cols,
-            TapForm::Steps => 0,
         }
     }
 }
@@ -832,64 +837,47 @@ macro_rules! asm_row {
     };
 }
 
-/// `asm!` over the unrolled tile's template and operands, with its
-/// accumulators `$a` (3 positions of 4 vectors) in ymm0-ymm11 and ymm12-15
-/// its scratch; it reads memory only.
-#[cfg(target_arch = "x86_64")]
-macro_rules! asm_tile {
-    ($a:ident, [$($template:expr),* $(,)?], $($operands:tt)*) => {
-        std::arch::asm!(
-            $($template,)*
-            $($operands)*
-            inout("ymm0") $a[0][0],
-            inout("ymm1") $a[0][1],
-            inout("ymm2") $a[0][2],
-            inout("ymm3") $a[0][3],
-            inout("ymm4") $a[1][0],
-            inout("ymm5") $a[1][1],
-            inout("ymm6") $a[1][2],
-            inout("ymm7") $a[1][3],
-            inout("ymm8") $a[2][0],
-            inout("ymm9") $a[2][1],
-            inout("ymm10") $a[2][2],
-            inout("ymm11") $a[2][3],
-            out("ymm12") _,
-            out("ymm13") _,
-            out("ymm14") _,
-            out("ymm15") _,
-            options(nostack, readonly),
-        )
-    };
-}
-
-/// [`tile256`]'s reduction for a full tile whose taps have an unrolled
-/// form (`r.form`): the same steps in the same order, so the same bits,
-/// each input channel's as one block of assembly, the output lines asked
-/// for over the first channels and the sums' lines beside the last steps
-/// as in `reduce!`. Where a core's other hardware thread is busy,
-/// instructions, not FMAs, set the pace: the loop's step (a shift read, 3
-/// broadcasts, 4 weight loads, 12 FMAs and the loop's own) ran at 60-79
-/// GFLOP/s on the Zen 3 EPYC of 2026-12-07 in such stretches, an unrolled
-/// block of steps at 76-89 (the measured FMA peak 92; weights from L2 as
-/// on C64 56x56). In one process, rounds after 50 ms pauses as the bench
-/// runs them, time with over time without: C64 56x56 0.84-0.89 and C256
+/// [`tile256`] for a run of full tiles whose taps have an unrolled form
+/// (`r.form`; `r.bases` holds the tiles' bases, [`POSITIONS_AVX2`] each,
+/// and tile `i`'s sums start `i` tiles' rows past `sums`): the same steps
+/// in the same order, so the same bits, each tile one block of assembly
+/// from loading its sums (or the biases) to storing them, each input
+/// channel's steps one unrolled block within it. With `share` = (the run's
+/// first tile in its group, the group's tiles, the block's channels), each
+/// tile first asks for its share of the group's output lines (`asks`), as
+/// [`reduce!`] hands them out over a tile's first steps.
+///
+/// Where a core's other hardware thread is busy, instructions, not FMAs,
+/// set the pace: the loop's step (a shift read, 3 broadcasts, 4 weight
+/// loads, 12 FMAs and the loop's own) ran at 60-79 GFLOP/s on the Zen 3
+/// EPYC of 2026-12-07 in such stretches, an unrolled block of steps at
+/// 76-89 (the measured FMA peak 92; weights from L2 as on C64 56x56). In
+/// one process, rounds after 50 ms pauses as the bench runs them, time with
+/// the unrolled blocks over time without: C64 56x56 0.84-0.89 and C256
 /// 14x14 0.88-0.93 (the whole kernel only), 0.90 (with the edges' blocks)
-/// on one thread, 0.85 and 0.87 on two. Assembly because LLVM spilled
-/// accumulators when it scheduled the unrolled steps itself.
+/// on one thread, 0.85 and 0.87 on two. Each tile was then a call of its
+/// own, whose accumulators went through memory between its blocks (the
+/// blocks that asked for lines, those that did not, those beside which the
+/// sums' lines were asked for) and whose caller rebuilt its arguments; a
+/// run of tiles in one call, each one block, took 0.96-1.01 of that time
+/// (median 0.98) in ten comparisons on C64 and C256, one and two threads
+/// (the Zen 4 of 2026-12-07, AVX-512 hidden, 30-40 rounds each, the two
+/// forms alternating in one process). Assembly because LLVM
+/// spilled accumulators when it scheduled the unrolled steps itself.
 ///
 /// # Safety
-/// AVX2 and FMA; `r` as for [`tile256`] with 3 bases, its taps those of
-/// `r.form`.
+/// AVX2 and FMA; `r` as for [`tile256`] for every tile of the run, at
+/// least one input channel; `bias` 32 values; `sums` the run's rows.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn unrolled_channels(r: &Reduction, bias: Option<*const f32>, sums: *mut f32, ask: &Asks) {
+unsafe fn unrolled_tiles(
+    r: &Reduction,
+    bias: Option<*const f32>,
+    sums: *mut f32,
+    asks: &Asks,
+    share: Option<(usize, usize, usize)>,
+) {
     use std::arch::x86_64::*;
-    let mut a: [[__m256; VECS_AVX2]; POSITIONS_AVX2] = match bias {
-        Some(bias) => [std::array::from_fn(|v| _mm256_loadu_ps(bias.add(v * 8))); POSITIONS_AVX2],
-        None => std::array::from_fn(|i| {
-            std::array::from_fn(|v| _mm256_loadu_ps(sums.add(i * BLOCK + v * 8)))
-        }),
-    };
     const SPAN: usize = VECS_AVX2 * 8;
     let (channels, ntaps) = (r.channels.len(), r.ntaps);
     let TapForm::Block {
@@ -902,45 +890,86 @@ unsafe fn unrolled_channels(r: &Reduction, bias: Option<*const f32>, sums: *mut 
     else {
         unreachable!("no unrolled form")
     };
-    // A base in X may be a wrapped offset before the channel, which the
-    // taps' shifts bring inside (`TilePlan::bases`).
-    let mut x: [*const f32; 3] = std::array::from_fn(|i| {
-        r.x.wrapping_add(r.bases[i])
-            .wrapping_add(r.channels.start * r.chan + first)
-    });
-    let mut w = r.w.add((r.channels.start * ntaps + tap0) * SPAN);
+    let w0 = r.w.add((r.channels.start * ntaps + tap0) * SPAN);
+    let x0 = r.x.wrapping_add(r.channels.start * r.chan + first);
     let cb = r.chan * 4;
-    // `n` channels from `x` and `w` on, each its block of taps: tap (dy,
-    // dx) of the block `dy` rows and `dx` elements past a position's
-    // pointer, its weights `3 * dy + dx` steps past the block's first.
-    let mut run = |n: usize| {
-        if n == 0 {
-            return;
+    // Position `i`'s first sums `i * {ss}` bytes past `{src}`: the biases,
+    // the same for every position, or its row of the earlier chunks' sums.
+    let src_stride = match bias {
+        Some(_) => 0,
+        None => BLOCK * 4,
+    };
+    for (i, b) in r.bases.chunks_exact(POSITIONS_AVX2).enumerate() {
+        let dst = sums.add(i * POSITIONS_AVX2 * BLOCK);
+        if let Some((t, group_tiles, chans)) = share {
+            let ask = Asks {
+                channels: chans * (t + i) / group_tiles..chans * (t + i + 1) / group_tiles,
+                ..asks.clone()
+            };
+            for line in ask.walk() {
+                _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
+            }
         }
+        let src = bias.unwrap_or(dst);
+        // `n` channels from `x*` and `w` on, each its block of taps: tap
+        // (dy, dx) of the block `dy` rows and `dx` elements past a
+        // position's pointer, its weights `3 * dy + dx` steps past the
+        // block's first; the accumulators in ymm0-ymm11 (position `i`'s
+        // vector `v` in ymm`4i + v`), stored to `{dst}`'s rows, BLOCK
+        // floats apart.
+        // SAFETY: the loads of `tile256`'s steps for these channels and
+        // taps, whose bounds the caller's contract gives, and the stores of
+        // its sums.
         macro_rules! block {
             ($($step:expr),* $(,)?) => {
-                // SAFETY: the loads of `tile256`'s steps for these
-                // channels and taps, whose bounds the caller's contract
-                // gives.
-                asm_tile!(
-                    a,
-                    [
-                        "2:",
-                        $($step,)*
-                        "add {x0}, {cb}",
-                        "add {x1}, {cb}",
-                        "add {x2}, {cb}",
-                        "add {w}, 1152",
-                        "dec {n}",
-                        "jnz 2b",
-                    ],
-                    x0 = inout(reg) x[0],
-                    x1 = inout(reg) x[1],
-                    x2 = inout(reg) x[2],
-                    w = inout(reg) w,
-                    n = inout(reg) n => _,
+                std::arch::asm!(
+                    "vmovups ymm0, ymmword ptr [{src}]",
+                    "vmovups ymm1, ymmword ptr [{src} + 32]",
+                    "vmovups ymm2, ymmword ptr [{src} + 64]",
+                    "vmovups ymm3, ymmword ptr [{src} + 96]",
+                    "vmovups ymm4, ymmword ptr [{src} + {ss}]",
+                    "vmovups ymm5, ymmword ptr [{src} + {ss} + 32]",
+                    "vmovups ymm6, ymmword ptr [{src} + {ss} + 64]",
+                    "vmovups ymm7, ymmword ptr [{src} + {ss} + 96]",
+                    "vmovups ymm8, ymmword ptr [{src} + {ss}*2]",
+                    "vmovups ymm9, ymmword ptr [{src} + {ss}*2 + 32]",
+                    "vmovups ymm10, ymmword ptr [{src} + {ss}*2 + 64]",
+                    "vmovups ymm11, ymmword ptr [{src} + {ss}*2 + 96]",
+                    "2:",
+                    $($step,)*
+                    "add {x0}, {cb}",
+                    "add {x1}, {cb}",
+                    "add {x2}, {cb}",
+                    "add {w}, 1152",
+                    "dec {n}",
+                    "jnz 2b",
+                    "vmovups ymmword ptr [{dst}], ymm0",
+                    "vmovups ymmword ptr [{dst} + 32], ymm1",
+                    "vmovups ymmword ptr [{dst} + 64], ymm2",
+                    "vmovups ymmword ptr [{dst} + 96], ymm3",
+                    "vmovups ymmword ptr [{dst} + 256], ymm4",
+                    "vmovups ymmword ptr [{dst} + 288], ymm5",
+                    "vmovups ymmword ptr [{dst} + 320], ymm6",
+                    "vmovups ymmword ptr [{dst} + 352], ymm7",
+                    "vmovups ymmword ptr [{dst} + 512], ymm8",
+                    "vmovups ymmword ptr [{dst} + 544], ymm9",
+                    "vmovups ymmword ptr [{dst} + 576], ymm10",
+                    "vmovups ymmword ptr [{dst} + 608], ymm11",
+                    src = in(reg) src,
+                    ss = in(reg) src_stride,
+                    dst = in(reg) dst,
+                    x0 = inout(reg) x0.wrapping_add(b[0]) => _,
+                    x1 = inout(reg) x0.wrapping_add(b[1]) => _,
+                    x2 = inout(reg) x0.wrapping_add(b[2]) => _,
+                    w = inout(reg) w0 => _,
+                    n = inout(reg) channels => _,
                     r1 = in(reg) row * 4,
                     cb = in(reg) cb,
+                    out("ymm0") _, out("ymm1") _, out("ymm2") _, out("ymm3") _,
+                    out("ymm4") _, out("ymm5") _, out("ymm6") _, out("ymm7") _,
+                    out("ymm8") _, out("ymm9") _, out("ymm10") _, out("ymm11") _,
+                    out("ymm12") _, out("ymm13") _, out("ymm14") _, out("ymm15") _,
+                    options(nostack),
                 )
             };
         }
@@ -958,35 +987,6 @@ unsafe fn unrolled_channels(r: &Reduction, bias: Option<*const f32>, sums: *mut 
                 asm_row!(2, " + {r1}*2", "768"),
             ),
             _ => unreachable!("no block of {rows} x {cols}"),
-        }
-    };
-    // The channels whose steps ask for the output lines (one per step, as
-    // in `reduce!`) and those beside whose last steps the sums' lines are
-    // asked for; the ones between run as one loop.
-    let per = r.form.steps();
-    let asking = ask.len().div_ceil(per).min(channels);
-    let closing = SUMS_LINES_AVX2.div_ceil(per).min(channels - asking);
-    let mut asks = ask.walk();
-    for _ in 0..asking {
-        for line in asks.by_ref().take(per) {
-            _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
-        }
-        run(1);
-    }
-    run(channels - asking - closing);
-    let tail = (channels * per).saturating_sub(SUMS_LINES_AVX2);
-    for j in channels - closing..channels {
-        for s in (j * per).max(tail)..(j + 1) * per {
-            _mm_prefetch::<_MM_HINT_ET0>((sums as *const i8).wrapping_add(64 * (s - tail)));
-        }
-        run(1);
-    }
-    for line in asks {
-        _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
-    }
-    for (i, row) in a.iter().enumerate() {
-        for (v, acc) in row.iter().enumerate() {
-            _mm256_storeu_ps(sums.add(i * BLOCK + v * 8), *acc);
         }
     }
 }
