@@ -1257,3 +1257,14 @@ unsafe fn tile512<const STREAMED: bool, const P: usize>(
 unsafe fn tile256<const P: usize>(_: Reduction, _: Option<*const f32>, _: *mut f32, _: &Asks) {
     unreachable!("the channel-lane kernel is only chosen on x86-64")
 }
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn unrolled_tiles(
+    _: &Reduction,
+    _: Option<*const f32>,
+    _: *mut f32,
+    _: &Asks,
+    _: Option<(usize, usize, usize)>,
+) {
+    unreachable!("the channel-lane kernel is only chosen on x86-64")
+}
