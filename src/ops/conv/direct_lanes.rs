@@ -21,12 +21,13 @@
 //! running those taps only, straight from X (the border positions skip the
 //! padding's products); otherwise tiles of consecutive positions over the
 //! same zero-padded, stride-phase-split copy of the input as `direct.rs`
-//! (`direct::Layout`), each running every tap. With AVX2, a full tile
-//! whose taps are a block of a unit-stride 3 x 3 kernel (the whole kernel,
-//! or an edge's 2 x 3 or 3 x 2) runs each input channel's steps as one
-//! block of inline assembly, without the loop's shift read and branch per
-//! step ([`TapForm`], `unrolled_tiles`): the same steps in the same
-//! order.
+//! (`direct::Layout`), each running every tap. With AVX2, runs of full
+//! tiles that run every tap, or whose taps are a block of a unit-stride
+//! 3 x 3 kernel (the whole kernel, or an edge's 2 x 3 or 3 x 2), go to one
+//! call, each tile one block of inline assembly, the blocks of a 3 x 3
+//! kernel unrolled per input channel, without the loop's shift read and
+//! branch per step ([`TapForm`], `tile_run256`): the same steps in the
+//! same order.
 //!
 //! Numerical contract: each output is its bias, then the products of its
 //! (input channel, tap) pairs accumulated in that order in f32 with FMA
@@ -401,12 +402,16 @@ pub(super) fn conv_direct_lanes(
                             while t < group_tiles {
                                 let (class_index, real) = plan.tile(g0 + t);
                                 let form = forms[class_index];
-                                // A run of full tiles of one class whose
-                                // taps have an unrolled form (AVX2) is one
+                                // A run of full AVX2 tiles of one class
+                                // whose steps run as assembly (an unrolled
+                                // form, or every tap of the kernel) is one
                                 // call; any other tile a call of its own.
-                                let unrolled =
-                                    form != TapForm::Steps && real == positions && !part.is_empty();
-                                let end = match unrolled {
+                                let run = isa != Isa::Avx512
+                                    && real == positions
+                                    && !part.is_empty()
+                                    && (form != TapForm::Steps
+                                        || plan.classes[class_index].len() == ntaps);
+                                let end = match run {
                                     true => (t + 1..group_tiles)
                                         .find(|&e| plan.tile(g0 + e) != (class_index, positions))
                                         .unwrap_or(group_tiles),
@@ -442,9 +447,9 @@ pub(super) fn conv_direct_lanes(
                                 unsafe {
                                     let bias = (k == 0).then_some(bb.add(c0));
                                     let sums = sums.add(t * positions * BLOCK + c0);
-                                    if unrolled {
+                                    if run {
                                         let share = asking.then_some((t, group_tiles, channels));
-                                        unrolled_tiles(&r, bias, sums, &asks, share);
+                                        tile_run256(&r, bias, sums, &asks, share);
                                     } else {
                                         let ask = Asks {
                                             channels: match asking {
@@ -719,7 +724,7 @@ unsafe fn tile256<const P: usize>(
 /// of the AVX2 tile fits them: each input channel's steps as one block of
 /// instructions whose broadcasts sit at fixed offsets from a position's
 /// pointer and a few registers, with no shift read and no loop branch per
-/// step ([`unrolled_tiles`]).
+/// step ([`tile_run256`]).
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub(super) enum TapForm {
     /// Any taps: a step reads its shift.
@@ -837,15 +842,16 @@ macro_rules! asm_row {
     };
 }
 
-/// [`tile256`] for a run of full tiles whose taps have an unrolled form
-/// (`r.form`; `r.bases` holds the tiles' bases, [`POSITIONS_AVX2`] each,
-/// and tile `i`'s sums start `i` tiles' rows past `sums`): the same steps
-/// in the same order, so the same bits, each tile one block of assembly
-/// from loading its sums (or the biases) to storing them, each input
-/// channel's steps one unrolled block within it. With `share` = (the run's
-/// first tile in its group, the group's tiles, the block's channels), each
-/// tile first asks for its share of the group's output lines (`asks`), as
-/// [`reduce!`] hands them out over a tile's first steps.
+/// [`tile256`] for a run of full tiles that run every tap or whose taps
+/// have an unrolled form (`r.form`), each tile one block of assembly from
+/// loading its sums (or the biases) to storing them; `r.bases` holds the
+/// tiles' bases, [`POSITIONS_AVX2`] each, and tile `i`'s sums start `i`
+/// tiles' rows past `sums`. The same steps in the same order, so the same
+/// bits: with an unrolled form, each input channel's steps as one unrolled
+/// block; otherwise a loop of steps, each reading its shift. With `share`
+/// = (the run's first tile in its group, the group's tiles, the block's
+/// channels), each tile first asks for its share of the group's output
+/// lines (`asks`), which [`reduce!`] hands out over a tile's first steps.
 ///
 /// Where a core's other hardware thread is busy, instructions, not FMAs,
 /// set the pace: the loop's step (a shift read, 3 broadcasts, 4 weight
@@ -855,22 +861,25 @@ macro_rules! asm_row {
 /// one process, rounds after 50 ms pauses as the bench runs them, time with
 /// the unrolled blocks over time without: C64 56x56 0.84-0.89 and C256
 /// 14x14 0.88-0.93 (the whole kernel only), 0.90 (with the edges' blocks)
-/// on one thread, 0.85 and 0.87 on two. Each tile was then a call of its
-/// own, whose accumulators went through memory between its blocks (the
-/// blocks that asked for lines, those that did not, those beside which the
-/// sums' lines were asked for) and whose caller rebuilt its arguments; a
-/// run of tiles in one call, each one block, took 0.96-1.01 of that time
-/// (median 0.98) in ten comparisons on C64 and C256, one and two threads
-/// (the Zen 4 of 2026-12-07, AVX-512 hidden, 30-40 rounds each, the two
-/// forms alternating in one process). Assembly because LLVM
-/// spilled accumulators when it scheduled the unrolled steps itself.
+/// on one thread, 0.85 and 0.87 on two. Assembly because LLVM spilled
+/// accumulators when it scheduled the unrolled steps itself.
+///
+/// Each tile was then a call of its own, whose caller rebuilt its
+/// arguments and whose accumulators went through memory between its
+/// blocks (those that asked for lines, the middle ones, those beside which
+/// the sums' lines were asked for). On the Zen 4 of 2026-12-07 (AVX-512
+/// hidden, 30-40 rounds after pauses, the two ways alternating in one
+/// process), time as a run over time tile by tile: C64 and C256 0.96-1.01
+/// (median 0.98, ten comparisons on one and two threads), and the 7x7
+/// stride-2 layer, whose 147 steps a tile make the call's cost weigh more,
+/// 0.92 and 0.90 on one thread, 0.91 and 0.94 on two.
 ///
 /// # Safety
 /// AVX2 and FMA; `r` as for [`tile256`] for every tile of the run, at
-/// least one input channel; `bias` 32 values; `sums` the run's rows.
+/// least one input channel, every tap or an unrolled form; `bias` 32 values; `sums` the run's rows.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn unrolled_tiles(
+unsafe fn tile_run256(
     r: &Reduction,
     bias: Option<*const f32>,
     sums: *mut f32,
@@ -880,19 +889,6 @@ unsafe fn unrolled_tiles(
     use std::arch::x86_64::*;
     const SPAN: usize = VECS_AVX2 * 8;
     let (channels, ntaps) = (r.channels.len(), r.ntaps);
-    let TapForm::Block {
-        first,
-        tap0,
-        row,
-        rows,
-        cols,
-    } = r.form
-    else {
-        unreachable!("no unrolled form")
-    };
-    let w0 = r.w.add((r.channels.start * ntaps + tap0) * SPAN);
-    let x0 = r.x.wrapping_add(r.channels.start * r.chan + first);
-    let cb = r.chan * 4;
     // Position `i`'s first sums `i * {ss}` bytes past `{src}`: the biases,
     // the same for every position, or its row of the earlier chunks' sums.
     let src_stride = match bias {
@@ -911,17 +907,14 @@ unsafe fn unrolled_tiles(
             }
         }
         let src = bias.unwrap_or(dst);
-        // `n` channels from `x*` and `w` on, each its block of taps: tap
-        // (dy, dx) of the block `dy` rows and `dx` elements past a
-        // position's pointer, its weights `3 * dy + dx` steps past the
-        // block's first; the accumulators in ymm0-ymm11 (position `i`'s
-        // vector `v` in ymm`4i + v`), stored to `{dst}`'s rows, BLOCK
-        // floats apart.
+        // The tile's sums from `{src}` in ymm0-ymm11 (position `i`'s vector
+        // `v` in ymm`4i + v`), the loop's `{n}` turns of its steps, the sums
+        // stored to `{dst}`'s rows, BLOCK floats apart.
         // SAFETY: the loads of `tile256`'s steps for these channels and
         // taps, whose bounds the caller's contract gives, and the stores of
         // its sums.
-        macro_rules! block {
-            ($($step:expr),* $(,)?) => {
+        macro_rules! tile {
+            ([$($step:expr),* $(,)?], $($operands:tt)*) => {
                 std::arch::asm!(
                     "vmovups ymm0, ymmword ptr [{src}]",
                     "vmovups ymm1, ymmword ptr [{src} + 32]",
@@ -937,10 +930,6 @@ unsafe fn unrolled_tiles(
                     "vmovups ymm11, ymmword ptr [{src} + {ss}*2 + 96]",
                     "2:",
                     $($step,)*
-                    "add {x0}, {cb}",
-                    "add {x1}, {cb}",
-                    "add {x2}, {cb}",
-                    "add {w}, 1152",
                     "dec {n}",
                     "jnz 2b",
                     "vmovups ymmword ptr [{dst}], ymm0",
@@ -955,16 +944,10 @@ unsafe fn unrolled_tiles(
                     "vmovups ymmword ptr [{dst} + 544], ymm9",
                     "vmovups ymmword ptr [{dst} + 576], ymm10",
                     "vmovups ymmword ptr [{dst} + 608], ymm11",
+                    $($operands)*
                     src = in(reg) src,
                     ss = in(reg) src_stride,
                     dst = in(reg) dst,
-                    x0 = inout(reg) x0.wrapping_add(b[0]) => _,
-                    x1 = inout(reg) x0.wrapping_add(b[1]) => _,
-                    x2 = inout(reg) x0.wrapping_add(b[2]) => _,
-                    w = inout(reg) w0 => _,
-                    n = inout(reg) channels => _,
-                    r1 = in(reg) row * 4,
-                    cb = in(reg) cb,
                     out("ymm0") _, out("ymm1") _, out("ymm2") _, out("ymm3") _,
                     out("ymm4") _, out("ymm5") _, out("ymm6") _, out("ymm7") _,
                     out("ymm8") _, out("ymm9") _, out("ymm10") _, out("ymm11") _,
@@ -973,7 +956,59 @@ unsafe fn unrolled_tiles(
                 )
             };
         }
-        // Kernel rows `{r1}` bytes apart, their weights 3 steps apart.
+        let TapForm::Block {
+            first,
+            tap0,
+            row,
+            rows,
+            cols,
+        } = r.form
+        else {
+            // Any taps of a flat reduction: one turn per step, its shift
+            // read from `{sp}`.
+            let x = r.x;
+            tile!(
+                [
+                    "mov {s}, qword ptr [{sp}]",
+                    asm_step!(" + {s}*4", "0"),
+                    "add {sp}, 8",
+                    "sub {w}, -128",
+                ],
+                x0 = inout(reg) x.wrapping_add(b[0]) => _,
+                x1 = inout(reg) x.wrapping_add(b[1]) => _,
+                x2 = inout(reg) x.wrapping_add(b[2]) => _,
+                w = inout(reg) r.w.add(r.channels.start * ntaps * SPAN) => _,
+                sp = inout(reg) r.shifts[r.channels.start * ntaps..].as_ptr() => _,
+                s = out(reg) _,
+                n = inout(reg) channels * ntaps => _,
+            );
+            continue;
+        };
+        // A turn per channel, each its block of taps: tap (dy, dx) of the
+        // block `dy` rows and `dx` elements past a position's pointer, its
+        // weights `3 * dy + dx` steps past the block's first; kernel rows
+        // `{r1}` bytes apart, their weights 3 steps apart.
+        let x = r.x.wrapping_add(r.channels.start * r.chan + first);
+        macro_rules! block {
+            ($($step:expr),* $(,)?) => {
+                tile!(
+                    [
+                        $($step,)*
+                        "add {x0}, {cb}",
+                        "add {x1}, {cb}",
+                        "add {x2}, {cb}",
+                        "add {w}, 1152",
+                    ],
+                    x0 = inout(reg) x.wrapping_add(b[0]) => _,
+                    x1 = inout(reg) x.wrapping_add(b[1]) => _,
+                    x2 = inout(reg) x.wrapping_add(b[2]) => _,
+                    w = inout(reg) r.w.add((r.channels.start * ntaps + tap0) * SPAN) => _,
+                    n = inout(reg) channels => _,
+                    r1 = in(reg) row * 4,
+                    cb = in(reg) r.chan * 4,
+                )
+            };
+        }
         match (rows, cols) {
             (3, 3) => block!(
                 asm_row!(3, "", "0"),
@@ -1259,7 +1294,7 @@ unsafe fn tile256<const P: usize>(_: Reduction, _: Option<*const f32>, _: *mut f
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn unrolled_tiles(
+unsafe fn tile_run256(
     _: &Reduction,
     _: Option<*const f32>,
     _: *mut f32,
