@@ -876,7 +876,8 @@ macro_rules! asm_row {
 ///
 /// # Safety
 /// AVX2 and FMA; `r` as for [`tile256`] for every tile of the run, at
-/// least one input channel, every tap or an unrolled form; `bias` 32 values; `sums` the run's rows.
+/// least one input channel, every tap or an unrolled form; `bias` 32
+/// values; `sums` the run's rows.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn tile_run256(
