@@ -1249,13 +1249,16 @@ fn a_plan_cache_makes_a_new_plan_for_new_shapes() {
 /// over the padded copy, over X unpadded, from classes reading X and in
 /// chunks, output channels off the tile's span; and shapes that take the
 /// loop of steps: 7 x 7 stride 2 over the phase-split copy, a 3 x 3
-/// stride 2, dilation, a 5 x 5 kernel, groups.
+/// stride 2, dilation, a 5 x 5 kernel, groups, and a 5 x 5 kernel read
+/// from X in classes whose interior's tiles run every tap in chunks (400
+/// channels: more than one chunk holds with every L2 size we choose
+/// chunks for), each chunk's tiles starting from the last one's sums.
 #[test]
 fn channel_lane_kernels_accumulate_in_their_contract_order() {
     let mut r = Rng::new(0x6A09E667F3BCC909);
     // X, W, pads, strides, dilations, group.
     type Case = (&'static [usize], &'static [usize], i64, i64, i64, i64);
-    let cases: [Case; 11] = [
+    let cases: [Case; 12] = [
         (&[2, 16, 9, 10], &[40, 16, 3, 3], 1, 1, 1, 1),
         (&[1, 120, 12, 11], &[40, 120, 3, 3], 1, 1, 1, 1),
         (&[1, 3, 20, 21], &[16, 3, 7, 7], 3, 2, 1, 1),
@@ -1267,6 +1270,7 @@ fn channel_lane_kernels_accumulate_in_their_contract_order() {
         (&[1, 16, 9, 9], &[16, 16, 3, 3], 2, 1, 2, 1),
         (&[1, 8, 9, 9], &[16, 8, 5, 5], 2, 1, 1, 1),
         (&[1, 32, 8, 8], &[32, 16, 3, 3], 1, 1, 1, 2),
+        (&[1, 400, 9, 8], &[8, 400, 5, 5], 2, 1, 1, 1),
     ];
     let paths = lane_paths_here();
     assert!(!paths.is_empty() || !Isa::Avx2.supported());
