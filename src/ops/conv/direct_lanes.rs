@@ -966,7 +966,8 @@ unsafe fn tile_run256(
         } = r.form
         else {
             // Any taps of a flat reduction: one turn per step, its shift
-            // read from `{sp}`.
+            // read from `{sp}` (`sub -128`: a byte's immediate, where
+            // `add 128` takes four).
             let x = r.x;
             tile!(
                 [
@@ -988,7 +989,9 @@ unsafe fn tile_run256(
         // A turn per channel, each its block of taps: tap (dy, dx) of the
         // block `dy` rows and `dx` elements past a position's pointer, its
         // weights `3 * dy + dx` steps past the block's first; kernel rows
-        // `{r1}` bytes apart, their weights 3 steps apart.
+        // `{r1}` bytes apart, their weights 3 steps apart. A base in X may
+        // be a wrapped offset before the channel, which the taps' shifts
+        // bring inside (`TilePlan::bases`): the pointers wrap.
         let x = r.x.wrapping_add(r.channels.start * r.chan + first);
         macro_rules! block {
             ($($step:expr),* $(,)?) => {
