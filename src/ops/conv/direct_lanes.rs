@@ -159,8 +159,14 @@ const WEIGHTS_AHEAD: usize = 16;
 /// C64 3x3 0.989; the same in the tap-classes branch measured 0.997-1.002
 /// on C256 and was not kept.
 const SUMS_LINES: usize = POSITIONS * BLOCK * 4 / 64;
-/// [`SUMS_LINES`] for an AVX2 tile: its rows' lines (all of the block's
-/// channels, the other span's included).
+/// [`SUMS_LINES`] for an AVX2 tile run by `tile256`: its rows' lines (all
+/// of the block's channels, the other span's included). The runs of full
+/// tiles (`tile_run256`) ask for none: on the Zen 4 of 2026-12-07 (AVX-512
+/// hidden, C64 56x56, one process) a tile that asked for its output lines
+/// at its start and for no sums' lines took 0.99 of the time of one that
+/// asked for both as `reduce!` does, and asking at each tile's start for
+/// the next tile's lines measured alike (README, "Measured and not
+/// kept").
 const SUMS_LINES_AVX2: usize = POSITIONS_AVX2 * BLOCK * 4 / 64;
 
 /// The tile plan a prepared node's last run used, with what it was made
@@ -374,9 +380,11 @@ pub(super) fn conv_direct_lanes(
                     let group_tiles = (t1 - g0).min(group_tiles_max);
                     // The output lines the group will write, handed out
                     // over its tiles' first chunk, one per (channel, tap)
-                    // step: the write-out then finds them in cache instead
-                    // of waiting on 64 planes' misses, and no burst of
-                    // prefetches stalls on the line fill buffers.
+                    // step (a run of AVX2 tiles asks for each tile's share
+                    // at the tile's start): the write-out then finds them
+                    // in cache instead of waiting on 64 planes' misses,
+                    // and no burst of prefetches for the whole group stalls
+                    // on the line fill buffers.
                     let asks = Asks {
                         plane0,
                         os,
@@ -876,8 +884,8 @@ macro_rules! asm_row {
 ///
 /// # Safety
 /// AVX2 and FMA; `r` as for [`tile256`] for every tile of the run, at
-/// least one input channel, every tap or an unrolled form; `bias` 32
-/// values; `sums` the run's rows.
+/// least one input channel and one tap, every tap or an unrolled form;
+/// `bias` 32 values; `sums` the run's rows.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn tile_run256(
@@ -1028,6 +1036,11 @@ unsafe fn tile_run256(
             _ => unreachable!("no block of {rows} x {cols}"),
         }
     }
+    // The ymm registers are only the assembly's clobbers, so LLVM does not
+    // clear their upper halves on the way out, as it does after code whose
+    // intrinsics it sees; the caller's SSE code would pay for them on
+    // Intel's cores.
+    _mm256_zeroupper();
 }
 
 /// A register tile, with or without the weights asked for ahead.

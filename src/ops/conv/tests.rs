@@ -1250,9 +1250,9 @@ fn a_plan_cache_makes_a_new_plan_for_new_shapes() {
 /// chunks, output channels off the tile's span; and shapes that take the
 /// loop of steps: 7 x 7 stride 2 over the phase-split copy, a 3 x 3
 /// stride 2, dilation, a 5 x 5 kernel, groups, and a 5 x 5 kernel read
-/// from X in classes whose interior's tiles run every tap in chunks (400
-/// channels: more than one chunk holds with every L2 size we choose
-/// chunks for), each chunk's tiles starting from the last one's sums.
+/// from X in classes whose interior's tiles run every tap in chunks (1024
+/// channels: more than one chunk with AVX2 where L2 is below 8 MiB, with
+/// AVX-512 always), each chunk's tiles starting from the last one's sums.
 #[test]
 fn channel_lane_kernels_accumulate_in_their_contract_order() {
     let mut r = Rng::new(0x6A09E667F3BCC909);
@@ -1270,7 +1270,7 @@ fn channel_lane_kernels_accumulate_in_their_contract_order() {
         (&[1, 16, 9, 9], &[16, 16, 3, 3], 2, 1, 2, 1),
         (&[1, 8, 9, 9], &[16, 8, 5, 5], 2, 1, 1, 1),
         (&[1, 32, 8, 8], &[32, 16, 3, 3], 1, 1, 1, 2),
-        (&[1, 400, 9, 8], &[8, 400, 5, 5], 2, 1, 1, 1),
+        (&[1, 1024, 10, 10], &[8, 1024, 5, 5], 2, 1, 1, 1),
     ];
     let paths = lane_paths_here();
     assert!(!paths.is_empty() || !Isa::Avx2.supported());
@@ -1283,6 +1283,14 @@ fn channel_lane_kernels_accumulate_in_their_contract_order() {
             ..Default::default()
         };
         let g = geometry(&attrs, x, w, None).unwrap();
+        if i == 11 {
+            // Classes reading X, whose interior runs every tap.
+            let plan = tile_plan::TilePlan::new(&g, &direct::Layout::new(&g), 3, true);
+            assert!(
+                plan.reads_input && plan.classes.iter().any(|c| c.len() == 25),
+                "case {i}"
+            );
+        }
         if i == 1 {
             // Tiles cut from classes reading X, the edges' among them.
             let plan = tile_plan::TilePlan::new(&g, &direct::Layout::new(&g), 3, true);
