@@ -470,7 +470,7 @@ pub(super) fn conv_direct_lanes(
                                             ..asks.clone()
                                         };
                                         tiles_by_count[real.clamp(1, positions) - 1](
-                                            r, bias, sums, &ask,
+                                            &r, bias, sums, &ask,
                                         );
                                     }
                                 }
@@ -632,7 +632,7 @@ macro_rules! reduce {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn tile512<const STREAMED: bool, const P: usize>(
-    r: Reduction,
+    r: &Reduction,
     bias: Option<*const f32>,
     sums: *mut f32,
     ask: &Asks,
@@ -693,7 +693,7 @@ unsafe fn tile512<const STREAMED: bool, const P: usize>(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn tile256<const P: usize>(
-    r: Reduction,
+    r: &Reduction,
     bias: Option<*const f32>,
     sums: *mut f32,
     ask: &Asks,
@@ -1044,7 +1044,7 @@ unsafe fn tile_run256(
 }
 
 /// A register tile, with or without the weights asked for ahead.
-type TileFn = unsafe fn(Reduction, Option<*const f32>, *mut f32, &Asks);
+type TileFn = unsafe fn(&Reduction, Option<*const f32>, *mut f32, &Asks);
 /// A write-out of a group's sums to the output planes.
 type WriteFn = unsafe fn(*const f32, &Rows, usize, *mut f32, usize);
 
@@ -1297,7 +1297,7 @@ use transpose_out512 as transpose_out256;
 
 #[cfg(not(target_arch = "x86_64"))]
 unsafe fn tile512<const STREAMED: bool, const P: usize>(
-    _: Reduction,
+    _: &Reduction,
     _: Option<*const f32>,
     _: *mut f32,
     _: &Asks,
@@ -1306,7 +1306,7 @@ unsafe fn tile512<const STREAMED: bool, const P: usize>(
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn tile256<const P: usize>(_: Reduction, _: Option<*const f32>, _: *mut f32, _: &Asks) {
+unsafe fn tile256<const P: usize>(_: &Reduction, _: Option<*const f32>, _: *mut f32, _: &Asks) {
     unreachable!("the channel-lane kernel is only chosen on x86-64")
 }
 
