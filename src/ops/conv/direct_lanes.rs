@@ -32,11 +32,13 @@
 //! Numerical contract: each output is its bias, then the products of its
 //! (input channel, tap) pairs accumulated in that order in f32 with FMA
 //! (one rounding per multiply-add), as in `direct.rs`, except that in a
-//! plan of classes the pairs whose input is padding are left out (only
-//! when every weight is finite): each of those products is a zero, so
-//! leaving it out changes no bit but the sign of a zero sum (`-0` where
-//! adding `+0` gives `+0`). With an infinite or NaN weight every pair is
-//! multiplied, padding zeros included.
+//! plan of classes the pairs whose input is padding are left out, and in
+//! a plan in order those of a tile's kernel rows that read padding for
+//! each of its positions (only when every weight is finite): each of
+//! those products is a zero, so leaving it out changes no bit but the
+//! sign of a zero sum (`-0` where adding `+0` gives `+0`). With an
+//! infinite or NaN weight every pair is multiplied, padding zeros
+//! included.
 
 use super::direct::Layout;
 use super::packing::LaneWeights;
