@@ -84,13 +84,11 @@ pub(super) struct TilePlan {
     os: usize,
     /// Tiles, when they hold the positions in order.
     in_order_tiles: Option<usize>,
-    /// With tiles in order: the class of each index along the first axis
-    /// (0, every tap, where the kernel's whole extent along it reads
-    /// inside the input), and the positions per index. A tile whose
-    /// positions all have one class runs that class's taps. Empty when
-    /// every tile runs every tap.
-    first_axis_class: Vec<usize>,
-    first_axis_positions: usize,
+    /// With tiles in order: the tiles `start..end` that lie whole inside
+    /// a run of the first axis reaching into the padding, and that run's
+    /// class, in the order of the tiles. Every other tile runs every tap
+    /// (class 0). Worked out once here, not per tile in [`TilePlan::tile`].
+    first_axis_tiles: Vec<(usize, usize, usize)>,
     /// Per axis: the output's extent and the padded grid's stride.
     grid: Vec<(usize, usize)>,
     per_tile: usize,
@@ -174,15 +172,24 @@ impl TilePlan {
         let q_stride = row_major_strides(&layout.q);
         let os = g.out_size();
         let mut classes: Vec<Taps> = vec![layout.taps.iter().copied().zip(0..).collect()];
-        let mut first_axis_class = Vec::new();
+        let tiles = os.div_ceil(per_tile);
+        let mut first_axis_tiles = Vec::new();
         if finite && d > 0 && os > 0 {
+            let inner = os / g.out_spatial[0];
             // Taps are in row-major kernel order: a tap's index along the
             // first axis is its index over the taps of one kernel row.
             let per_row = g.kernel_size() / g.kernel[0];
             for (o0, o1, lo, hi) in axis_runs(g, 0) {
-                let class = if (lo, hi) == (0, g.kernel[0]) {
-                    0
-                } else {
+                if (lo, hi) != (0, g.kernel[0]) {
+                    // The tiles whose first position is in the run and
+                    // whose last (the output's last, for the short tile)
+                    // is too.
+                    let (p0, p1) = (o0 * inner, o1 * inner);
+                    let start = p0.div_ceil(per_tile);
+                    let end = if p1 == os { tiles } else { p1 / per_tile };
+                    if start >= end {
+                        continue;
+                    }
                     classes.push(
                         classes[0]
                             .iter()
@@ -190,12 +197,8 @@ impl TilePlan {
                             .filter(|&(_, t)| (lo..hi).contains(&(t / per_row)))
                             .collect(),
                     );
-                    classes.len() - 1
-                };
-                first_axis_class.extend(std::iter::repeat_n(class, o1 - o0));
-            }
-            if classes.len() == 1 {
-                first_axis_class.clear();
+                    first_axis_tiles.push((start, end, classes.len() - 1));
+                }
             }
         }
         TilePlan {
@@ -206,9 +209,8 @@ impl TilePlan {
             outputs: Vec::new(),
             bases: Vec::new(),
             os,
-            in_order_tiles: Some(os.div_ceil(per_tile)),
-            first_axis_class,
-            first_axis_positions: os / g.out_spatial.first().copied().unwrap_or(1).max(1),
+            in_order_tiles: Some(tiles),
+            first_axis_tiles,
             grid: (0..d).map(|a| (g.out_spatial[a], q_stride[a])).collect(),
             per_tile,
         }
@@ -245,8 +247,7 @@ impl TilePlan {
             bases: Vec::with_capacity(os + per_tile * count),
             os,
             in_order_tiles: None,
-            first_axis_class: Vec::new(),
-            first_axis_positions: 0,
+            first_axis_tiles: Vec::new(),
             grid: Vec::new(),
             per_tile,
         };
@@ -338,24 +339,14 @@ impl TilePlan {
     pub(super) fn tile(&self, t: usize) -> (usize, usize) {
         match self.in_order_tiles {
             Some(_) => {
-                let (first, real) = (
-                    t * self.per_tile,
-                    (self.os - t * self.per_tile).min(self.per_tile),
-                );
-                let class = match self.first_axis_class.as_slice() {
-                    [] => 0,
-                    // Classes along the first axis are runs of it whose
-                    // tap ranges never recur (both ends only fall as the
-                    // index grows), so a tile's first and last positions
-                    // in one class put every position between in it.
-                    classes => {
-                        let at = |p: usize| classes[p / self.first_axis_positions];
-                        match (at(first), at(first + real - 1)) {
-                            (a, b) if a == b => a,
-                            _ => 0,
-                        }
-                    }
-                };
+                let real = (self.os - t * self.per_tile).min(self.per_tile);
+                // A few ranges at most: the first axis's leading and
+                // trailing runs that reach into the padding.
+                let class = self
+                    .first_axis_tiles
+                    .iter()
+                    .find(|&&(start, end, _)| (start..end).contains(&t))
+                    .map_or(0, |&(_, _, class)| class);
                 (class, real)
             }
             None => self.tiles[t],
