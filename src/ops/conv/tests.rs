@@ -938,15 +938,37 @@ fn plan_positions(rows: tile_plan::Rows) -> Vec<usize> {
 /// inside the input (so none reads padding, and none it needs is left
 /// out); over the padded copy, every tap but, with finite weights, those
 /// every position of the tile reads in the padding, from the position's
-/// place in the grid. Random geometries of every rank, stride, dilation and padding.
+/// place in the grid. A full tile in order names its positions in the first and last output columns where the kernel's
+/// first or last column of taps reads only padding there (finite weights
+/// only), every such position, and the AVX-512 kernel has a tile for
+/// each pattern. Random geometries of every rank, stride, dilation and
+/// padding.
 #[test]
 fn tile_plans_hold_every_position_and_the_taps_it_reads() {
     let mut r = Rng::new(0x5DEECE66D);
-    let (mut exact, mut skipping, mut skipping_in_order) = (0, 0, 0);
-    for case in 0..400 {
-        let Some(g) = random_geometry(&mut r) else {
-            continue;
-        };
+    let (mut exact, mut skipping, mut skipping_in_order, mut edges) = (0, 0, 0, 0);
+    // Besides the random ones, 3-wide kernels over a padding of one along
+    // the last axis, whose first and last columns each skip a column of
+    // taps, at every offset of a row to the tiles, in 1-D, 2-D and 3-D.
+    let one_padded = (6..=13).map(|w| (vec![1, 4, 5, w], vec![8, 4, 3, 3], 1, 1));
+    let fixed = one_padded
+        .chain([
+            (vec![1, 2, 3, 4, 9], vec![4, 2, 1, 3, 3], 1, 1),
+            (vec![2, 3, 40], vec![4, 3, 3], 1, 1),
+            (vec![1, 3, 9, 16], vec![4, 3, 3, 3], 1, 2),
+            (vec![1, 3, 9, 9], vec![4, 3, 5, 3], 1, 1),
+        ])
+        .map(|(x, w, pad, stride)| {
+            let k = x.len() - 2;
+            let attrs = ConvAttrs {
+                pads: Some(vec![pad; 2 * k]),
+                strides: Some(vec![stride; k]),
+                ..Default::default()
+            };
+            geometry(&attrs, &x, &w, None).unwrap()
+        });
+    let random = std::iter::repeat_with(|| random_geometry(&mut r)).take(400);
+    for (case, g) in random.flatten().chain(fixed).enumerate() {
         let layout = direct::Layout::new(&g);
         let d = g.out_spatial.len();
         // (weights finite, plan): in order with infinite weights runs
@@ -982,6 +1004,13 @@ fn tile_plans_hold_every_position_and_the_taps_it_reads() {
                 let skips = taps.len() < layout.taps.len();
                 skipping += usize::from(skips && plan.reads_input);
                 skipping_in_order += usize::from(skips && !plan.reads_input);
+                let (left, right) = plan.edge_columns(t);
+                let whole = !plan.reads_input && real == 6;
+                let edge_tile = direct_lanes::has_edge_tile(left, right);
+                assert!(
+                    (left, right) == (6, 6) || (finite && whole && edge_tile),
+                    "case {case}, tile {t}: edges {left} and {right} ({g:?})"
+                );
                 for (i, &p) in positions.iter().enumerate() {
                     seen[p] += 1;
                     let mut o = vec![0; d];
@@ -990,6 +1019,22 @@ fn tile_plans_hold_every_position_and_the_taps_it_reads() {
                         o[a] = rest % g.out_spatial[a];
                         rest /= g.out_spatial[a];
                     }
+                    if whole && plan.has_edge_columns() {
+                        let column = o[d - 1];
+                        let w = g.out_spatial[d - 1];
+                        assert_eq!(
+                            column == 0,
+                            left == i,
+                            "case {case}, tile {t}, position {p}"
+                        );
+                        assert_eq!(column == w - 1, right == i, "case {case}, tile {t}");
+                    }
+                    let edge_column = match i {
+                        _ if i == left => Some(0),
+                        _ if i == right => Some(2),
+                        _ => None,
+                    };
+                    edges += usize::from(edge_column.is_some());
                     let base = plan.bases(t..t + 1)[i];
                     let mut k = vec![0; d];
                     for tap in 0..layout.taps.len() {
@@ -1001,6 +1046,12 @@ fn tile_plans_hold_every_position_and_the_taps_it_reads() {
                             })
                             .collect();
                         let inside = (0..d).all(|a| at[a] >= 0 && at[a] < g.in_spatial[a] as i64);
+                        // An edge tile leaves this position's product out.
+                        assert!(
+                            edge_column != Some(k[d - 1]) || !inside,
+                            "case {case}: tile {t} leaves out tap {tap} of position {p}, \
+                             which reads the input ({g:?})"
+                        );
                         let runs = taps.iter().find(|&&(_, t)| t == tap);
                         if plan.reads_input {
                             assert_eq!(
@@ -1047,9 +1098,9 @@ fn tile_plans_hold_every_position_and_the_taps_it_reads() {
         }
     }
     assert!(
-        exact > 100 && skipping > 100 && skipping_in_order > 100,
+        exact > 100 && skipping > 100 && skipping_in_order > 100 && edges > 100,
         "{exact} plans read X, {skipping} of their tiles skip taps, \
-         {skipping_in_order} tiles in order skip taps"
+         {skipping_in_order} tiles in order skip taps, {edges} edge positions"
     );
 }
 
@@ -1275,8 +1326,12 @@ fn channel_lane_kernels_accumulate_in_their_contract_order() {
     let mut r = Rng::new(0x6A09E667F3BCC909);
     // X, W, pads, strides, dilations, group.
     type Case = (&'static [usize], &'static [usize], i64, i64, i64, i64);
-    let cases: [Case; 12] = [
+    let cases: [Case; 14] = [
         (&[2, 16, 9, 10], &[40, 16, 3, 3], 1, 1, 1, 1),
+        // Tiles in order whose first and last columns skip a column of
+        // taps, in every pattern of the AVX-512 edge tiles.
+        (&[1, 8, 5, 6], &[16, 8, 3, 3], 1, 1, 1, 1),
+        (&[1, 24, 8, 7], &[64, 24, 3, 3], 1, 1, 1, 1),
         (&[1, 120, 12, 11], &[40, 120, 3, 3], 1, 1, 1, 1),
         (&[1, 3, 20, 21], &[16, 3, 7, 7], 3, 2, 1, 1),
         (&[1, 8, 15, 15], &[40, 8, 7, 7], 3, 2, 1, 1),
@@ -1300,7 +1355,11 @@ fn channel_lane_kernels_accumulate_in_their_contract_order() {
             ..Default::default()
         };
         let g = geometry(&attrs, x, w, None).unwrap();
-        if i == 11 {
+        if i == 1 || i == 2 {
+            let plan = tile_plan::TilePlan::new(&g, &direct::Layout::new(&g), 6, true);
+            assert!(!plan.reads_input && plan.has_edge_columns(), "case {i}");
+        }
+        if i == 13 {
             // Classes reading X, whose interior runs every tap.
             let plan = tile_plan::TilePlan::new(&g, &direct::Layout::new(&g), 3, true);
             assert!(
@@ -1308,7 +1367,7 @@ fn channel_lane_kernels_accumulate_in_their_contract_order() {
                 "case {i}"
             );
         }
-        if i == 1 {
+        if i == 3 {
             // Tiles cut from classes reading X, the edges' among them.
             let plan = tile_plan::TilePlan::new(&g, &direct::Layout::new(&g), 3, true);
             let edge = |c: &tile_plan::Taps| {
