@@ -231,19 +231,11 @@ pub(super) unsafe fn depthwise_plane_rows(
             tail_mask
         }
     };
-    // The next plane's input (the next channel, which this thread is
-    // likely to take next: `share` hands out runs of consecutive planes),
-    // asked for a few lines per output row while this plane computes from
-    // L1: the copy above otherwise waits on its misses (34% of a one-thread
+    // The next plane's input asked for while this one computes from L1:
+    // the copy above otherwise waits on its misses (34% of a one-thread
     // C256 56x56 call's samples in `memcpy`, 11% with this).
-    let next = xc.as_ptr_range().end;
-    let next_lines = (x.as_ptr_range().end as usize - next as usize).min(ih * iw * 4) / 64;
-    let ask_next = |oy0: usize, oy1: usize| {
-        for l in next_lines * oy0 / oh..next_lines * oy1 / oh {
-            // A hint only: it never faults.
-            _mm_prefetch::<_MM_HINT_T0>((next as *const i8).wrapping_add(64 * l));
-        }
-    };
+    let ask_next = NextPlane::new(x, xc, ih * iw, oh);
+    let ask_next = |oy0: usize, oy1: usize| ask_next.ask(oy0, oy1);
     let rows = padded.as_ptr().add(start);
     if takes_rows3(g) {
         let plane = Rows3 {
@@ -403,6 +395,44 @@ unsafe fn rows3<const B: usize>(
 /// plus tap offset minus padding, for a whole block of 8) fits in an i32,
 /// the width of its lane masks. Only absurd padding or dilation fails.
 #[cfg(target_arch = "x86_64")]
+/// The input plane after the one a kernel computes (the next channel,
+/// which this thread is likely to take next: `share` hands out runs of
+/// consecutive planes), asked for a share of its lines with each share of
+/// the output rows.
+#[cfg(target_arch = "x86_64")]
+struct NextPlane {
+    next: *const f32,
+    lines: usize,
+    rows: usize,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl NextPlane {
+    /// After plane `xc` of `x`, `len` elements a plane, over `rows` output
+    /// rows.
+    fn new(x: &[f32], xc: &[f32], len: usize, rows: usize) -> Self {
+        let next = xc.as_ptr_range().end;
+        let left = x.as_ptr_range().end as usize - next as usize;
+        NextPlane {
+            next,
+            lines: left.min(len * 4) / 64,
+            rows: rows.max(1),
+        }
+    }
+
+    /// Asks for the lines that go with output rows `oy0..oy1`.
+    #[inline(always)]
+    fn ask(&self, oy0: usize, oy1: usize) {
+        use std::arch::x86_64::*;
+        for l in self.lines * oy0 / self.rows..self.lines * oy1 / self.rows {
+            // A hint only: it never faults.
+            // SAFETY: prefetching has no effect on memory and needs SSE,
+            // which x86-64 always has.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>((self.next as *const i8).wrapping_add(64 * l)) };
+        }
+    }
+}
+
 fn lanes_fit_i32(g: &Geometry) -> bool {
     let (iw, ow, kw, dw, pw) = (
         g.in_spatial[1],
@@ -493,6 +523,10 @@ pub(super) unsafe fn depthwise_plane_fma(
     // Input columns a block reads beyond its own 8, to the right.
     let reach = (kw - 1) * dw;
     let blocks = ow.div_ceil(8);
+    // The next plane's input, asked for as in `depthwise_plane_rows`: this
+    // kernel reads its plane in place, rows several lines apart, which
+    // the hardware's prefetchers do not foresee.
+    let next = NextPlane::new(x, xc, ih * iw, oh);
     let mut oy = 0;
     while oy < oh {
         let rows = taps(oy);
@@ -502,6 +536,7 @@ pub(super) unsafe fn depthwise_plane_fma(
             .into_iter()
             .find(|&r| oy + r <= oh && taps(oy + r - 1) == rows)
             .unwrap_or(1);
+        next.ask(oy, oy + r);
         for b in 0..blocks {
             let col = b * 8;
             let edge = col < pw || col + 8 + reach > iw + pw || col + 8 > ow;
