@@ -283,11 +283,16 @@ pub struct ConvFigure {
     onnxruntime_ms: f64,
     onnxruntime_gflops: f64,
     onnxruntime_share_of_peak: f64,
-    /// onnxruntime time / our time: above 1.0 we are faster.
+    /// onnxruntime time / our time, above 1.0 we are faster: the median of
+    /// `round_ratios`, each round's two sides timed within a tenth of a
+    /// second of each other (`conv::Spread`).
     ratio: f64,
-    /// The same ratio per round of alternation (each side's median in the
-    /// round), in order: how far the machine's slow and fast stretches
-    /// move it.
+    /// `onnxruntime_ms / ours_ms`, the medians of all of each side's runs:
+    /// which of the machine's states each side's median falls in can
+    /// decide it (`conv::Spread`).
+    ratio_of_medians: f64,
+    /// onnxruntime's median over ours per round of alternation, in order:
+    /// how far the machine's slow and fast stretches move it.
     round_ratios: Vec<f64>,
     round_ratio_low: f64,
     round_ratio_high: f64,
