@@ -34,10 +34,10 @@
 //! (one rounding per multiply-add), as in `direct.rs`, except that in a
 //! plan of classes the pairs whose input is padding are left out, and in
 //! a plan in order those of a tile's kernel rows that read padding for
-//! each of its positions and, in an AVX-512 tile whose position lies in
-//! the first or last column of a 3-wide kernel over a padding of one,
-//! that position's kernel column in the padding (`tile512_edges`; all of
-//! these only when every weight is finite): each of
+//! each of its positions and, in an AVX-512 tile some of whose positions
+//! read only padding with a column of taps along the last axis, those
+//! positions' products of that column (`tile512_cols`; all of these only
+//! when every weight is finite): each of
 //! those products is a zero, so leaving it out changes no bit but the
 //! sign of a zero sum (`-0` where adding `+0` gives `+0`). With an
 //! infinite or NaN weight every pair is multiplied, padding zeros
@@ -299,9 +299,14 @@ pub(super) fn conv_direct_lanes(
         ),
     };
     debug_assert_eq!(tiles_by_count.len(), positions);
-    // AVX-512 tiles in order that hold a first or last output column leave
-    // out the padding's column of taps there (`tile512_edges`).
-    let edge_columns = isa == Isa::Avx512 && plan.has_edge_columns() && ntaps.is_multiple_of(3);
+    // AVX-512 tiles in order whose positions read only padding with some
+    // column of taps leave those products out where there is an edge tile
+    // for the pattern (`tile512_cols`, `TilePlan::edge_mask`).
+    let edge_kw = g.kernel.last().copied().unwrap_or(0);
+    let edge_columns = isa == Isa::Avx512
+        && plan.has_edge_columns()
+        && (1..=EDGE_KW).contains(&edge_kw)
+        && ntaps.is_multiple_of(edge_kw);
     let span = span(isa);
     assert_eq!(
         w.span(),
@@ -415,6 +420,12 @@ pub(super) fn conv_direct_lanes(
                         // output lines.
                         for c0 in (0..channels).step_by(span) {
                             let mut t = 0;
+                            // The output column of tile t's first position,
+                            // for its edge mask: one division a group.
+                            let mut column = match edge_columns {
+                                true => plan.edge_column(g0),
+                                false => 0,
+                            };
                             while t < group_tiles {
                                 let (class_index, real) = plan.tile(g0 + t);
                                 let form = forms[class_index];
@@ -479,8 +490,8 @@ pub(super) fn conv_direct_lanes(
                                         };
                                         let edges = match edge_columns {
                                             true if real == positions && class_index == 0 => {
-                                                let (l, r) = plan.edge_columns(g0 + t);
-                                                edge_tile512(streamed, l, r)
+                                                let mask = plan.edge_mask_at(column);
+                                                edge_tile512(streamed, edge_kw, mask)
                                             }
                                             _ => None,
                                         };
@@ -488,6 +499,11 @@ pub(super) fn conv_direct_lanes(
                                             tiles_by_count[real.clamp(1, positions) - 1],
                                         );
                                         tile(&r, bias, sums, &ask);
+                                    }
+                                }
+                                if edge_columns {
+                                    for _ in t..end {
+                                        column = plan.next_edge_column(column);
                                     }
                                 }
                                 t = end;
@@ -693,24 +709,23 @@ unsafe fn tile512<const STREAMED: bool, const P: usize>(
     }
 }
 
-/// [`tile512`] for a full tile of a plan in order that runs every tap of a
-/// kernel whose last axis is 3 wide, when its position `L` lies in the
-/// output's first column and `R` in its last (`POSITIONS` for none;
-/// `TilePlan::edge_columns`): the same steps in the same order, except
-/// that position `L` leaves out the products of the kernel's first column
-/// of taps and `R` those of its last, which read the padding there (only
-/// with finite weights, whose products with it are zeros). The steps of
-/// one kernel row come three at a time, their columns known here, so the
-/// skipped multiply-adds cost no branch. On C64 56x56 3x3, 1.2% of the
-/// multiply-adds.
+/// [`tile512`] for a full tile of a plan in order that runs every tap,
+/// some of whose positions read only padding with a column of taps (the
+/// kernel's index along the last axis, `KW` wide): bit `c * POSITIONS +
+/// i` of `MASK` for position `i` and column `c` (`TilePlan::edge_mask`).
+/// The same steps in the same order, except that those positions leave
+/// out those columns' products (only with finite weights, whose products
+/// with the padding are zeros). The steps of one kernel row come `KW` at
+/// a time, each one's column known here, so the skipped multiply-adds
+/// cost no branch. On C64 56x56 3x3, 1.2% of the multiply-adds.
 ///
 /// # Safety
 /// As for [`tile512`] with `P` = POSITIONS, every tap in `r.taps`, and
-/// `r.ntaps` a multiple of 3 whose taps' last-axis index is the tap's
-/// index modulo 3 (row-major order).
+/// `r.ntaps` a multiple of `KW` whose taps' last-axis index is the tap's
+/// index modulo `KW` (row-major order); `KW` at most [`EDGE_KW`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn tile512_edges<const STREAMED: bool, const L: usize, const R: usize>(
+unsafe fn tile512_cols<const STREAMED: bool, const KW: usize, const MASK: u64>(
     r: &Reduction,
     bias: Option<*const f32>,
     sums: *mut f32,
@@ -725,52 +740,60 @@ unsafe fn tile512_edges<const STREAMED: bool, const L: usize, const R: usize>(
         }),
     };
     let xp: [*const f32; P] = std::array::from_fn(|i| r.x.wrapping_add(r.bases[i]));
-    // One step, position `$skip` (a constant) left out.
+    // Step `$c` of a kernel row (a constant), the positions whose bit is
+    // set for its column left out.
     macro_rules! step {
-        ($s:expr, $wp:expr, $skip:expr) => {
-            let wp: *const f32 = $wp;
-            if STREAMED {
-                // A hint only, as in `tile512`.
-                let ahead = wp.wrapping_add(WEIGHTS_AHEAD * BLOCK) as *const i8;
-                for line in 0..BLOCK * 4 / 64 {
-                    _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(64 * line));
+        ($row:expr, $wp:expr, $c:expr) => {
+            if $c < KW {
+                let wp: *const f32 = $wp.add($c * BLOCK);
+                if STREAMED {
+                    // A hint only, as in `tile512`.
+                    let ahead = wp.wrapping_add(WEIGHTS_AHEAD * BLOCK) as *const i8;
+                    for line in 0..BLOCK * 4 / 64 {
+                        _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(64 * line));
+                    }
                 }
-            }
-            let s = $s;
-            let wv: [__m512; VECS] = std::array::from_fn(|v| _mm512_loadu_ps(wp.add(v * 16)));
-            for i in 0..P {
-                if i != $skip {
-                    let xv = _mm512_set1_ps(*xp[i].wrapping_add(s));
-                    for v in 0..VECS {
-                        acc[i][v] = _mm512_fmadd_ps(wv[v], xv, acc[i][v]);
+                let s = *$row.get_unchecked($c);
+                let wv: [__m512; VECS] = std::array::from_fn(|v| _mm512_loadu_ps(wp.add(v * 16)));
+                for i in 0..P {
+                    if MASK >> ($c * P + i) & 1 == 0 {
+                        let xv = _mm512_set1_ps(*xp[i].wrapping_add(s));
+                        for v in 0..VECS {
+                            acc[i][v] = _mm512_fmadd_ps(wv[v], xv, acc[i][v]);
+                        }
                     }
                 }
             }
         };
     }
-    debug_assert!(r.taps.len() == r.ntaps && r.ntaps.is_multiple_of(3));
+    debug_assert!(KW <= EDGE_KW && r.taps.len() == r.ntaps && r.ntaps.is_multiple_of(KW));
     let steps = &r.shifts[r.channels.start * r.ntaps..r.channels.end * r.ntaps];
     let mut wp = r.w.add(r.channels.start * r.ntaps * BLOCK);
     // The output lines asked for as `reduce!` does, one per step while
     // there are some, and the sums' lines beside the last steps.
     let mut asks = ask.walk();
-    let rows = steps.chunks_exact(3);
-    let sums_from = rows.len().saturating_sub(SUMS_LINES.div_ceil(3));
+    let rows = steps.chunks_exact(KW);
+    let sums_from = rows.len().saturating_sub(SUMS_LINES.div_ceil(KW));
     for (j, row) in rows.enumerate() {
-        for _ in 0..3 {
+        for _ in 0..KW {
             if let Some(line) = asks.next() {
                 _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
             }
         }
         if j >= sums_from {
-            for l in (j - sums_from) * 3..((j - sums_from) * 3 + 3).min(SUMS_LINES) {
+            let first = (j - sums_from) * KW;
+            for l in first..(first + KW).min(SUMS_LINES) {
                 _mm_prefetch::<_MM_HINT_ET0>((sums as *const i8).wrapping_add(64 * l));
             }
         }
-        step!(row[0], wp, L);
-        step!(row[1], wp.add(BLOCK), P);
-        step!(row[2], wp.add(2 * BLOCK), R);
-        wp = wp.add(3 * BLOCK);
+        step!(row, wp, 0);
+        step!(row, wp, 1);
+        step!(row, wp, 2);
+        step!(row, wp, 3);
+        step!(row, wp, 4);
+        step!(row, wp, 5);
+        step!(row, wp, 6);
+        wp = wp.add(KW * BLOCK);
     }
     for line in asks {
         _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
@@ -782,41 +805,109 @@ unsafe fn tile512_edges<const STREAMED: bool, const L: usize, const R: usize>(
     }
 }
 
-/// True when the AVX-512 kernel has an edge tile for positions `l` and
-/// `r` of a tile in the first and last columns ([`edge_tile512`]).
-#[cfg(test)]
-pub(super) fn has_edge_tile(l: usize, r: usize) -> bool {
-    edge_tile512(false, l, r).is_some()
-}
+/// The widest kernel row an edge tile takes ([`tile512_cols`]).
+const EDGE_KW: usize = 7;
 
-/// The [`tile512_edges`] for a full tile whose positions `l` and `r` are
-/// in the first and last columns (`POSITIONS` for none), or None when
-/// neither is (the plain tile runs it) or for a pattern no tile of
-/// POSITIONS positions over a row at least that wide has.
-fn edge_tile512(streamed: bool, l: usize, r: usize) -> Option<TileFn> {
-    macro_rules! pick {
-        ($streamed:literal) => {
-            match (l, r) {
-                (0, 6) => tile512_edges::<$streamed, 0, 6>,
-                (6, 5) => tile512_edges::<$streamed, 6, 5>,
-                (0, 5) => tile512_edges::<$streamed, 0, 5>,
-                (1, 0) => tile512_edges::<$streamed, 1, 0>,
-                (2, 1) => tile512_edges::<$streamed, 2, 1>,
-                (3, 2) => tile512_edges::<$streamed, 3, 2>,
-                (4, 3) => tile512_edges::<$streamed, 4, 3>,
-                (5, 4) => tile512_edges::<$streamed, 5, 4>,
-                _ => return None,
+/// An edge pattern of [`TilePlan::edge_mask`] for a tile whose position
+/// `o` (possibly before the tile's first or past its last) is the first
+/// column of an output row, so that position `o - 1 - j` is the `j`-th
+/// column from the previous row's end: each position near the row's
+/// start leaves out the kernel columns `left[j]` (bits) names for the
+/// `j`-th column from the start, each near its end `right[j]`'s.
+const fn edge_pattern(left: &[u64], right: &[u64], o: isize) -> u64 {
+    let p = POSITIONS as isize;
+    let mut mask = 0u64;
+    let mut i = 0;
+    while i < p {
+        let columns = if i >= o {
+            let j = (i - o) as usize;
+            if j < left.len() {
+                left[j]
+            } else {
+                0
+            }
+        } else {
+            let j = (o - 1 - i) as usize;
+            if j < right.len() {
+                right[j]
+            } else {
+                0
             }
         };
+        let mut c = 0;
+        while c < EDGE_KW {
+            if columns >> c & 1 != 0 {
+                mask |= 1 << (c * POSITIONS + i as usize);
+            }
+            c += 1;
+        }
+        i += 1;
     }
-    const _: () = assert!(
-        POSITIONS == 6,
-        "edge_tile512's patterns are for 6 positions"
-    );
-    Some(match streamed {
-        true => pick!(true),
-        false => pick!(false),
-    })
+    mask
+}
+
+/// A 3-wide kernel over a padding of one: the first column leaves out
+/// kernel column 0, the last column kernel column 2.
+const PAD1_K3: (&[u64], &[u64]) = (&[0b001], &[0b100]);
+
+/// The edge tiles the kernel has: (kernel width, pattern, the tile with
+/// streamed weights, the tile without). Each pattern of a row start at
+/// every place in a tile, and a row of exactly one tile (its start and
+/// end in the same tile). Tiles for the 7x7 stride-2 layer's patterns
+/// (its first two columns and its last, 0.8% of its multiply-adds) took
+/// 1.003 of its time in rounds and alike back to back on the Zen 4 of
+/// 2026-12-07, and were not kept.
+type EdgeTile = (usize, u64, TileFn, TileFn);
+static EDGE_TILES: [EdgeTile; 8] = {
+    macro_rules! entries {
+        ($kw:literal, $pattern:expr, [$($o:literal),*]) => {
+            [$((
+                $kw,
+                edge_pattern($pattern.0, $pattern.1, $o),
+                tile512_cols::<true, $kw, { edge_pattern($pattern.0, $pattern.1, $o) }> as TileFn,
+                tile512_cols::<false, $kw, { edge_pattern($pattern.0, $pattern.1, $o) }> as TileFn,
+            )),*]
+        };
+    }
+    const K3_ROW: u64 =
+        edge_pattern(PAD1_K3.0, PAD1_K3.1, 0) | edge_pattern(PAD1_K3.0, PAD1_K3.1, 6);
+    let k3 = entries!(3, PAD1_K3, [0, 1, 2, 3, 4, 5, 6]);
+    [
+        k3[0],
+        k3[1],
+        k3[2],
+        k3[3],
+        k3[4],
+        k3[5],
+        k3[6],
+        (
+            3,
+            K3_ROW,
+            tile512_cols::<true, 3, K3_ROW> as TileFn,
+            tile512_cols::<false, 3, K3_ROW> as TileFn,
+        ),
+    ]
+};
+
+/// True when the AVX-512 kernel has an edge tile for kernel rows `kw`
+/// wide and the pattern `mask` ([`edge_tile512`]).
+#[cfg(test)]
+pub(super) fn has_edge_tile(kw: usize, mask: u64) -> bool {
+    edge_tile512(false, kw, mask).is_some()
+}
+
+/// The [`tile512_cols`] for a full tile whose positions leave out the
+/// kernel columns `mask` names (`TilePlan::edge_mask`), or None when the
+/// mask is empty (the plain tile runs it) or has no tile here.
+fn edge_tile512(streamed: bool, kw: usize, mask: u64) -> Option<TileFn> {
+    const _: () = assert!(POSITIONS * EDGE_KW <= 64, "an edge mask is a u64");
+    if mask == 0 {
+        return None;
+    }
+    EDGE_TILES
+        .iter()
+        .find(|e| (e.0, e.1) == (kw, mask))
+        .map(|e| if streamed { e.2 } else { e.3 })
 }
 
 /// [`tile512`]'s twin for AVX2 with FMA: 32 output channels (the ones from
@@ -1448,7 +1539,7 @@ unsafe fn tile512<const STREAMED: bool, const P: usize>(
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn tile512_edges<const STREAMED: bool, const L: usize, const R: usize>(
+unsafe fn tile512_cols<const STREAMED: bool, const KW: usize, const MASK: u64>(
     _: &Reduction,
     _: Option<*const f32>,
     _: *mut f32,

@@ -938,37 +938,44 @@ fn plan_positions(rows: tile_plan::Rows) -> Vec<usize> {
 /// inside the input (so none reads padding, and none it needs is left
 /// out); over the padded copy, every tap but, with finite weights, those
 /// every position of the tile reads in the padding, from the position's
-/// place in the grid. A full tile in order names its positions in the first and last output columns where the kernel's
-/// first or last column of taps reads only padding there (finite weights
-/// only), every such position, and the AVX-512 kernel has a tile for
-/// each pattern. Random geometries of every rank, stride, dilation and
-/// padding.
+/// place in the grid. A full tile in order marks (with finite weights
+/// only) exactly its positions' columns of taps along the last axis that
+/// read only padding, and for a 3-wide kernel over a padding of one the
+/// AVX-512 kernel has a tile for every pattern. Random geometries of every rank, stride,
+/// dilation and padding.
 #[test]
 fn tile_plans_hold_every_position_and_the_taps_it_reads() {
     let mut r = Rng::new(0x5DEECE66D);
     let (mut exact, mut skipping, mut skipping_in_order, mut edges) = (0, 0, 0, 0);
-    // Besides the random ones, 3-wide kernels over a padding of one along
-    // the last axis, whose first and last columns each skip a column of
-    // taps, at every offset of a row to the tiles, in 1-D, 2-D and 3-D.
-    let one_padded = (6..=13).map(|w| (vec![1, 4, 5, w], vec![8, 4, 3, 3], 1, 1));
+    // Besides the random ones, the patterns the kernel has edge tiles for
+    // (flagged): 3-wide kernels over a padding of one along the last
+    // axis at every offset of a row to the tiles, in 1-D, 2-D and 3-D;
+    // then others, whose masks the plain tiles run (7-wide kernels at
+    // stride 2 over a padding of 3, out 6-11 wide among them).
+    let one_padded = (6..=13).map(|w| (vec![1, 4, 5, w], vec![8, 4, 3, 3], 1, 1, true));
+    let stem = (12..=22)
+        .step_by(2)
+        .map(|w| (vec![1, 3, 9, w], vec![8, 3, 7, 7], 3, 2, false));
     let fixed = one_padded
+        .chain(stem)
         .chain([
-            (vec![1, 2, 3, 4, 9], vec![4, 2, 1, 3, 3], 1, 1),
-            (vec![2, 3, 40], vec![4, 3, 3], 1, 1),
-            (vec![1, 3, 9, 16], vec![4, 3, 3, 3], 1, 2),
-            (vec![1, 3, 9, 9], vec![4, 3, 5, 3], 1, 1),
+            (vec![1, 2, 3, 4, 9], vec![4, 2, 1, 3, 3], 1, 1, true),
+            (vec![2, 3, 40], vec![4, 3, 3], 1, 1, true),
+            (vec![1, 3, 9, 16], vec![4, 3, 3, 3], 1, 2, false),
+            (vec![1, 3, 9, 9], vec![4, 3, 5, 3], 1, 1, false),
+            (vec![1, 3, 9, 21], vec![4, 3, 7, 7], 3, 2, false),
         ])
-        .map(|(x, w, pad, stride)| {
+        .map(|(x, w, pad, stride, flagged)| {
             let k = x.len() - 2;
             let attrs = ConvAttrs {
                 pads: Some(vec![pad; 2 * k]),
                 strides: Some(vec![stride; k]),
                 ..Default::default()
             };
-            geometry(&attrs, &x, &w, None).unwrap()
+            (geometry(&attrs, &x, &w, None).unwrap(), flagged)
         });
-    let random = std::iter::repeat_with(|| random_geometry(&mut r)).take(400);
-    for (case, g) in random.flatten().chain(fixed).enumerate() {
+    let random = std::iter::repeat_with(|| random_geometry(&mut r).map(|g| (g, false))).take(400);
+    for (case, (g, has_tiles)) in random.flatten().chain(fixed).enumerate() {
         let layout = direct::Layout::new(&g);
         let d = g.out_spatial.len();
         // (weights finite, plan): in order with infinite weights runs
@@ -996,7 +1003,11 @@ fn tile_plans_hold_every_position_and_the_taps_it_reads() {
             assert_eq!(plan.reads_input, kind == 2, "case {case}");
             exact += usize::from(plan.reads_input);
             let mut seen = vec![0u32; g.out_size()];
+            // The kernel's walk of the tiles' columns, a tile at a time.
+            let mut walked = plan.edge_column(0);
             for t in 0..plan.len() {
+                assert_eq!(walked, plan.edge_column(t), "case {case} tile {t}");
+                walked = plan.next_edge_column(walked);
                 let (class, real) = plan.tile(t);
                 let taps = &plan.classes[class];
                 let positions = plan_positions(plan.rows(t..t + 1));
@@ -1004,13 +1015,18 @@ fn tile_plans_hold_every_position_and_the_taps_it_reads() {
                 let skips = taps.len() < layout.taps.len();
                 skipping += usize::from(skips && plan.reads_input);
                 skipping_in_order += usize::from(skips && !plan.reads_input);
-                let (left, right) = plan.edge_columns(t);
+                let mask = plan.edge_mask(t);
                 let whole = !plan.reads_input && real == 6;
-                let edge_tile = direct_lanes::has_edge_tile(left, right);
+                let kw = g.kernel[d - 1];
                 assert!(
-                    (left, right) == (6, 6) || (finite && whole && edge_tile),
-                    "case {case}, tile {t}: edges {left} and {right} ({g:?})"
+                    mask == 0 || (finite && whole),
+                    "case {case}, tile {t}: mask {mask:#x} ({g:?})"
                 );
+                assert!(
+                    mask == 0 || !has_tiles || direct_lanes::has_edge_tile(kw, mask),
+                    "case {case}, tile {t}: no edge tile for {mask:#x} ({g:?})"
+                );
+                edges += usize::from(mask != 0 && direct_lanes::has_edge_tile(kw, mask));
                 for (i, &p) in positions.iter().enumerate() {
                     seen[p] += 1;
                     let mut o = vec![0; d];
@@ -1019,22 +1035,23 @@ fn tile_plans_hold_every_position_and_the_taps_it_reads() {
                         o[a] = rest % g.out_spatial[a];
                         rest /= g.out_spatial[a];
                     }
-                    if whole && plan.has_edge_columns() {
-                        let column = o[d - 1];
-                        let w = g.out_spatial[d - 1];
-                        assert_eq!(
-                            column == 0,
-                            left == i,
-                            "case {case}, tile {t}, position {p}"
-                        );
-                        assert_eq!(column == w - 1, right == i, "case {case}, tile {t}");
+                    // The kernel columns this position leaves out.
+                    let left_out = |c: usize| mask >> (c * 6 + i) & 1 != 0;
+                    if whole && finite && plan.has_edge_columns() {
+                        // Every column that reads only padding here is
+                        // marked: along the last axis its input index is
+                        // outside.
+                        for c in 0..kw {
+                            let at = (o[d - 1] * g.strides[d - 1] + c * g.dilations[d - 1]) as i64
+                                - g.pads_begin[d - 1] as i64;
+                            let outside = at < 0 || at >= g.in_spatial[d - 1] as i64;
+                            assert_eq!(
+                                left_out(c),
+                                outside,
+                                "case {case}, tile {t}, position {p}, kernel column {c}"
+                            );
+                        }
                     }
-                    let edge_column = match i {
-                        _ if i == left => Some(0),
-                        _ if i == right => Some(2),
-                        _ => None,
-                    };
-                    edges += usize::from(edge_column.is_some());
                     let base = plan.bases(t..t + 1)[i];
                     let mut k = vec![0; d];
                     for tap in 0..layout.taps.len() {
@@ -1048,7 +1065,7 @@ fn tile_plans_hold_every_position_and_the_taps_it_reads() {
                         let inside = (0..d).all(|a| at[a] >= 0 && at[a] < g.in_spatial[a] as i64);
                         // An edge tile leaves this position's product out.
                         assert!(
-                            edge_column != Some(k[d - 1]) || !inside,
+                            !left_out(k[d - 1]) || !inside,
                             "case {case}: tile {t} leaves out tap {tap} of position {p}, \
                              which reads the input ({g:?})"
                         );
@@ -1326,12 +1343,16 @@ fn channel_lane_kernels_accumulate_in_their_contract_order() {
     let mut r = Rng::new(0x6A09E667F3BCC909);
     // X, W, pads, strides, dilations, group.
     type Case = (&'static [usize], &'static [usize], i64, i64, i64, i64);
-    let cases: [Case; 14] = [
+    let cases: [Case; 16] = [
         (&[2, 16, 9, 10], &[40, 16, 3, 3], 1, 1, 1, 1),
-        // Tiles in order whose first and last columns skip a column of
-        // taps, in every pattern of the AVX-512 edge tiles.
+        // Tiles in order whose first and last columns read padding with
+        // columns of taps: 3-wide kernels over a padding of one, every
+        // pattern of the AVX-512 edge tiles, and the 7x7 stride-2 layer
+        // (no edge tiles: the plain ones run its masks' tiles).
         (&[1, 8, 5, 6], &[16, 8, 3, 3], 1, 1, 1, 1),
         (&[1, 24, 8, 7], &[64, 24, 3, 3], 1, 1, 1, 1),
+        (&[1, 3, 20, 22], &[16, 3, 7, 7], 3, 2, 1, 1),
+        (&[1, 3, 14, 14], &[64, 3, 7, 7], 3, 2, 1, 1),
         (&[1, 120, 12, 11], &[40, 120, 3, 3], 1, 1, 1, 1),
         (&[1, 3, 20, 21], &[16, 3, 7, 7], 3, 2, 1, 1),
         (&[1, 8, 15, 15], &[40, 8, 7, 7], 3, 2, 1, 1),
@@ -1355,11 +1376,11 @@ fn channel_lane_kernels_accumulate_in_their_contract_order() {
             ..Default::default()
         };
         let g = geometry(&attrs, x, w, None).unwrap();
-        if i == 1 || i == 2 {
+        if (1..=4).contains(&i) {
             let plan = tile_plan::TilePlan::new(&g, &direct::Layout::new(&g), 6, true);
             assert!(!plan.reads_input && plan.has_edge_columns(), "case {i}");
         }
-        if i == 13 {
+        if i == 15 {
             // Classes reading X, whose interior runs every tap.
             let plan = tile_plan::TilePlan::new(&g, &direct::Layout::new(&g), 3, true);
             assert!(
@@ -1367,7 +1388,7 @@ fn channel_lane_kernels_accumulate_in_their_contract_order() {
                 "case {i}"
             );
         }
-        if i == 3 {
+        if i == 5 {
             // Tiles cut from classes reading X, the edges' among them.
             let plan = tile_plan::TilePlan::new(&g, &direct::Layout::new(&g), 3, true);
             let edge = |c: &tile_plan::Taps| {

@@ -33,15 +33,14 @@
 //! in rounds after pauses on one thread, 0.980-0.986 on two; the 7x7
 //! stride-2 layer within the noise (0.97-1.01).
 //!
-//! Where the last axis has a 3-wide kernel over a padding of one on each
-//! side (and at least a tile's positions), the plan in order also names,
-//! for each full tile, its position in the output's first column and its
-//! position in the last ([`TilePlan::edge_columns`]): with finite weights
-//! the AVX-512 kernel runs such a tile without the kernel's first column
-//! of taps for the first and its last column for the second, the
-//! padding's products again (1.2% of C64 56x56's multiply-adds; 0.990
-//! and 0.992 of the time in two sets of 60 rounds after pauses on one
-//! thread, 1.001 on two, Zen 4 of 2026-12-07).
+//! Where the last axis's first or last columns read padding, the plan in
+//! order also names, for each full tile, which of its positions read only
+//! padding with which column of taps ([`TilePlan::edge_mask`]): with
+//! finite weights the AVX-512 kernel runs such a tile without those
+//! products where it has a tile for the pattern (`direct_lanes.rs`: a
+//! 3-wide kernel over a padding of one): 1.2% of C64 56x56's
+//! multiply-adds (0.990 and 0.992 of the time in two sets of 60 rounds
+//! after pauses on one thread, 1.001 on two, Zen 4 of 2026-12-07).
 //!
 //! Tiles of one class hold positions in row-major order, so their outputs
 //! are runs along the last axis, which the write-out stores whole; a
@@ -99,13 +98,15 @@ pub(super) struct TilePlan {
     /// class, in the order of the tiles. Every other tile runs every tap
     /// (class 0). Worked out once here, not per tile in [`TilePlan::tile`].
     first_axis_tiles: Vec<(usize, usize, usize)>,
-    /// With tiles in order, finite weights and a last axis whose kernel is
-    /// 3 wide at unit stride and dilation over a padding of one on each
-    /// side: the output's extent along that axis, at least `per_tile`
-    /// (so a tile holds at most one first and one last column). The
-    /// first column reads the padding with the kernel's first column of
-    /// taps and the last with its last ([`TilePlan::edge_columns`]).
-    edge_width: Option<usize>,
+    /// With tiles in order and finite weights, where the last axis reads
+    /// padding at its first or last columns: for a full tile whose first
+    /// position is in output column `c0` (along the last axis), entry
+    /// `c0` says which of its positions read only padding with which
+    /// column of taps (the kernel's index along the last axis): bit
+    /// `c * per_tile + i` for position `i` and column `c`
+    /// ([`TilePlan::edge_mask_at`]). Empty otherwise. One entry per
+    /// output column, worked out once here.
+    edge_by_column: Vec<u64>,
     /// Per axis: the output's extent and the padded grid's stride.
     grid: Vec<(usize, usize)>,
     per_tile: usize,
@@ -218,15 +219,11 @@ impl TilePlan {
                 }
             }
         }
-        // Column 0 reads taps 1..3 of the last axis, the last column taps
-        // 0..2, every other column all three.
-        let edge_width = (finite && d > 0)
-            .then(|| g.out_spatial[d - 1])
-            .filter(|&w| {
-                w >= per_tile.max(2)
-                    && g.kernel[d - 1] == 3
-                    && axis_runs(g, d - 1) == [(0, 1, 1, 3), (1, w - 1, 0, 3), (w - 1, w, 0, 2)]
-            });
+        let edge_by_column = if finite && d > 0 {
+            edge_masks(g, per_tile)
+        } else {
+            Vec::new()
+        };
         TilePlan {
             classes,
             tap_shifts: layout.taps.clone(),
@@ -237,7 +234,7 @@ impl TilePlan {
             os,
             in_order_tiles: Some(tiles),
             first_axis_tiles,
-            edge_width,
+            edge_by_column,
             grid: (0..d).map(|a| (g.out_spatial[a], q_stride[a])).collect(),
             per_tile,
         }
@@ -275,7 +272,7 @@ impl TilePlan {
             os,
             in_order_tiles: None,
             first_axis_tiles: Vec::new(),
-            edge_width: None,
+            edge_by_column: Vec::new(),
             grid: Vec::new(),
             per_tile,
         };
@@ -381,30 +378,52 @@ impl TilePlan {
         }
     }
 
-    /// True when tiles in order may hold positions in the first or last
-    /// column that skip a column of taps ([`TilePlan::edge_columns`]).
+    /// True when tiles in order may hold positions that read only padding
+    /// with a column of taps ([`TilePlan::edge_mask_at`]).
     pub(super) fn has_edge_columns(&self) -> bool {
-        self.edge_width.is_some()
+        !self.edge_by_column.is_empty()
     }
 
-    /// Of full tile `t`'s positions, the one in the first column of the
-    /// output (the last axis) and the one in the last column, by their
-    /// index in the tile, `per_tile` for none; both `per_tile` when the
-    /// plan has no edge columns. With finite weights these read only
-    /// padding with the kernel's first and last column of taps
-    /// respectively, whose products a tile may leave out.
-    pub(super) fn edge_columns(&self, t: usize) -> (usize, usize) {
-        let none = (self.per_tile, self.per_tile);
-        let Some(w) = self.edge_width else {
-            return none;
-        };
-        let p0 = t * self.per_tile;
-        if p0 + self.per_tile > self.os {
-            return none;
+    /// The output column (along the last axis) of tile `t`'s first
+    /// position, with edge columns (0 without).
+    pub(super) fn edge_column(&self, t: usize) -> usize {
+        match self.edge_by_column.len() {
+            0 => 0,
+            w => t * self.per_tile % w,
         }
-        let c0 = p0 % w;
-        let within = |i: usize| if i < self.per_tile { i } else { self.per_tile };
-        (within((w - c0) % w), within(w - 1 - c0))
+    }
+
+    /// The column of the next tile's first position after a tile's whose
+    /// is `column` ([`TilePlan::edge_column`]), without a division.
+    pub(super) fn next_edge_column(&self, column: usize) -> usize {
+        let w = self.edge_by_column.len();
+        if w == 0 {
+            return 0;
+        }
+        let mut next = column + self.per_tile;
+        while next >= w {
+            next -= w;
+        }
+        next
+    }
+
+    /// Of the positions of a full tile in order whose first position is in
+    /// output column `column`, those that read only padding with a column
+    /// of taps, the kernel's index `c` along the last axis: bit `c *
+    /// per_tile + i` for position `i`; 0 for none or a plan without them.
+    /// With finite weights their products are zeros, which a tile may
+    /// leave out.
+    pub(super) fn edge_mask_at(&self, column: usize) -> u64 {
+        self.edge_by_column.get(column).copied().unwrap_or(0)
+    }
+
+    /// [`TilePlan::edge_mask_at`] for tile `t`, 0 for a short tile.
+    #[cfg(test)]
+    pub(super) fn edge_mask(&self, t: usize) -> u64 {
+        match (t + 1) * self.per_tile <= self.os {
+            true => self.edge_mask_at(self.edge_column(t)),
+            false => 0,
+        }
     }
 
     /// The bases of the positions of tiles `tiles`, `per_tile` each (a
@@ -547,6 +566,39 @@ fn listed_runs(
         i = j;
         Some(run)
     })
+}
+
+/// [`TilePlan::edge_by_column`] for tiles of `per_tile` positions: empty
+/// when no column of the last axis reads padding, or when a tile's bits
+/// would not fit in 64.
+fn edge_masks(g: &Geometry, per_tile: usize) -> Vec<u64> {
+    let d = g.out_spatial.len();
+    let (w, k) = (g.out_spatial[d - 1], g.kernel[d - 1]);
+    if w == 0 || k * per_tile > 64 {
+        return Vec::new();
+    }
+    // Each output column's kernel columns that read padding.
+    let mut skips = vec![0u64; w];
+    for (o0, o1, lo, hi) in axis_runs(g, d - 1) {
+        let outside = (0..k).filter(|c| !(lo..hi).contains(c));
+        let bits = outside.fold(0u64, |m, c| m | 1 << c);
+        skips[o0..o1].fill(bits);
+    }
+    if skips.iter().all(|&m| m == 0) {
+        return Vec::new();
+    }
+    (0..w)
+        .map(|c0| {
+            let mut mask = 0u64;
+            for i in 0..per_tile {
+                let col = (c0 + i) % w;
+                for c in (0..k).filter(|&c| skips[col] >> c & 1 != 0) {
+                    mask |= 1 << (c * per_tile + i);
+                }
+            }
+            mask
+        })
+        .collect()
 }
 
 /// The taps (row-major kernel order) whose index along every axis lies in
