@@ -644,6 +644,25 @@ macro_rules! reduce {
     };
 }
 
+/// An AVX-512 tile's start: its `P` positions' sums (each BLOCK channels,
+/// four vectors) from the biases (the first chunk) or from `sums` (the
+/// earlier chunks'), and each position's pointer into what the tiles
+/// read. A macro, so that each tile's intrinsics stay in its own
+/// AVX-512 code.
+#[cfg(target_arch = "x86_64")]
+macro_rules! tile512_start {
+    ($r:expr, $bias:expr, $sums:expr, $p:expr) => {{
+        let acc: [[__m512; VECS]; $p] = match $bias {
+            Some(bias) => [std::array::from_fn(|v| _mm512_loadu_ps(bias.add(v * 16))); $p],
+            None => std::array::from_fn(|i| {
+                std::array::from_fn(|v| _mm512_loadu_ps($sums.add(i * BLOCK + v * 16)))
+            }),
+        };
+        let xp: [*const f32; $p] = std::array::from_fn(|i| $r.x.wrapping_add($r.bases[i]));
+        (acc, xp)
+    }};
+}
+
 /// One AVX-512 register tile: BLOCK output channels x `P` positions (at
 /// most POSITIONS: a short tile computes only its own), from the biases
 /// (the first chunk) or `sums` (the partial sums of the earlier chunks)
@@ -670,13 +689,7 @@ unsafe fn tile512<const STREAMED: bool, const P: usize>(
     ask: &Asks,
 ) {
     use std::arch::x86_64::*;
-    let mut acc: [[__m512; VECS]; P] = match bias {
-        Some(bias) => [std::array::from_fn(|v| _mm512_loadu_ps(bias.add(v * 16))); P],
-        None => std::array::from_fn(|i| {
-            std::array::from_fn(|v| _mm512_loadu_ps(sums.add(i * BLOCK + v * 16)))
-        }),
-    };
-    let xp: [*const f32; P] = std::array::from_fn(|i| r.x.wrapping_add(r.bases[i]));
+    let (mut acc, xp) = tile512_start!(r, bias, sums, P);
     macro_rules! step {
         ($s:expr, $wp:expr) => {
             let wp: *const f32 = $wp;
@@ -733,13 +746,7 @@ unsafe fn tile512_cols<const STREAMED: bool, const KW: usize, const MASK: u64>(
 ) {
     use std::arch::x86_64::*;
     const P: usize = POSITIONS;
-    let mut acc: [[__m512; VECS]; P] = match bias {
-        Some(bias) => [std::array::from_fn(|v| _mm512_loadu_ps(bias.add(v * 16))); P],
-        None => std::array::from_fn(|i| {
-            std::array::from_fn(|v| _mm512_loadu_ps(sums.add(i * BLOCK + v * 16)))
-        }),
-    };
-    let xp: [*const f32; P] = std::array::from_fn(|i| r.x.wrapping_add(r.bases[i]));
+    let (mut acc, xp) = tile512_start!(r, bias, sums, P);
     // Step `$c` of a kernel row (a constant), the positions whose bit is
     // set for its column left out.
     macro_rules! step {
