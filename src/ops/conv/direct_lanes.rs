@@ -815,7 +815,7 @@ unsafe fn tile512_cols<const STREAMED: bool, const KW: usize, const MASK: u64>(
 /// The widest kernel row an edge tile takes ([`tile512_cols`]).
 const EDGE_KW: usize = 7;
 
-/// An edge pattern of [`TilePlan::edge_mask`] for a tile whose position
+/// An edge pattern of [`TilePlan::edge_mask_at`] for a tile whose position
 /// `o` (possibly before the tile's first or past its last) is the first
 /// column of an output row, so that position `o - 1 - j` is the `j`-th
 /// column from the previous row's end: each position near the row's

@@ -35,7 +35,7 @@
 //!
 //! Where the last axis's first or last columns read padding, the plan in
 //! order also names, for each full tile, which of its positions read only
-//! padding with which column of taps ([`TilePlan::edge_mask`]): with
+//! padding with which column of taps ([`TilePlan::edge_mask_at`]): with
 //! finite weights the AVX-512 kernel runs such a tile without those
 //! products where it has a tile for the pattern (`direct_lanes.rs`: a
 //! 3-wide kernel over a padding of one): 1.2% of C64 56x56's
