@@ -301,12 +301,15 @@ pub(super) fn conv_direct_lanes(
     debug_assert_eq!(tiles_by_count.len(), positions);
     // AVX-512 tiles in order whose positions read only padding with some
     // column of taps leave those products out where there is an edge tile
-    // for the pattern (`tile512_cols`, `TilePlan::edge_mask`).
+    // for the pattern (`tile512_cols`, `TilePlan::edge_mask`). Kernels of a
+    // width no edge tile has (the 7x7 stride-2 layer's) skip the per-tile
+    // mask lookup and column walk altogether.
     let edge_kw = g.kernel.last().copied().unwrap_or(0);
     let edge_columns = isa == Isa::Avx512
         && plan.has_edge_columns()
         && (1..=EDGE_KW).contains(&edge_kw)
-        && ntaps.is_multiple_of(edge_kw);
+        && ntaps.is_multiple_of(edge_kw)
+        && EDGE_TILES.iter().any(|e| e.0 == edge_kw);
     let span = span(isa);
     assert_eq!(
         w.span(),
