@@ -305,11 +305,8 @@ pub(super) fn conv_direct_lanes(
     // width no edge tile has (the 7x7 stride-2 layer's) skip the per-tile
     // mask lookup and column walk altogether.
     let edge_kw = g.kernel.last().copied().unwrap_or(0);
-    let edge_columns = isa == Isa::Avx512
-        && plan.has_edge_columns()
-        && (1..=EDGE_KW).contains(&edge_kw)
-        && ntaps.is_multiple_of(edge_kw)
-        && EDGE_TILES.iter().any(|e| e.0 == edge_kw);
+    let edge_columns =
+        isa == Isa::Avx512 && plan.has_edge_columns() && edge_tiles_apply(edge_kw, ntaps);
     let span = span(isa);
     assert_eq!(
         w.span(),
@@ -898,6 +895,13 @@ static EDGE_TILES: [EdgeTile; 8] = {
         ),
     ]
 };
+
+/// True when an AVX-512 plan in order for a kernel whose last axis is
+/// `kw` wide (`ntaps` taps in all) should look up its tiles' edge masks:
+/// the taps come in rows of `kw` and some edge tile is that wide.
+pub(super) fn edge_tiles_apply(kw: usize, ntaps: usize) -> bool {
+    (1..=EDGE_KW).contains(&kw) && ntaps.is_multiple_of(kw) && EDGE_TILES.iter().any(|e| e.0 == kw)
+}
 
 /// True when the AVX-512 kernel has an edge tile for kernel rows `kw`
 /// wide and the pattern `mask` ([`edge_tile512`]).

@@ -1497,3 +1497,17 @@ fn unrolled_tap_forms_fit_the_shapes_they_are_for() {
         cols: 3
     }));
 }
+
+/// Edge masks are looked up only for kernels an edge tile exists for: the
+/// 3-wide ones, not the 7x7 stride-2 layer's (whose tiles would look up a
+/// mask per tile for nothing), nor widths past what a mask holds.
+#[test]
+fn edge_masks_are_looked_up_only_where_an_edge_tile_exists() {
+    assert!(direct_lanes::edge_tiles_apply(3, 9));
+    assert!(direct_lanes::edge_tiles_apply(3, 27));
+    assert!(!direct_lanes::edge_tiles_apply(7, 49));
+    assert!(!direct_lanes::edge_tiles_apply(5, 25));
+    assert!(!direct_lanes::edge_tiles_apply(1, 1));
+    assert!(!direct_lanes::edge_tiles_apply(8, 64));
+    assert!(!direct_lanes::edge_tiles_apply(3, 8));
+}
