@@ -19,7 +19,11 @@
 //! (`tile_plan.rs`): for long reductions with finite weights, tiles cut
 //! from boxes of positions that read the same taps inside the input, each
 //! running those taps only, straight from X (the border positions skip the
-//! padding's products); otherwise tiles of consecutive positions over the
+//! padding's products); for shorter ones with finite weights on AVX-512,
+//! where its edge tiles cover the border columns' patterns, tiles of
+//! consecutive positions within runs of rows, straight from X, each
+//! position's reads of the padding left out by its tile's mask
+//! (`tile512_cols`); otherwise tiles of consecutive positions over the
 //! same zero-padded, stride-phase-split copy of the input as `direct.rs`
 //! (`direct::Layout`), each running every tap. With AVX2, runs of full
 //! tiles that run every tap, or whose taps are a block of a unit-stride
@@ -32,7 +36,8 @@
 //! Numerical contract: each output is its bias, then the products of its
 //! (input channel, tap) pairs accumulated in that order in f32 with FMA
 //! (one rounding per multiply-add), as in `direct.rs`, except that in a
-//! plan of classes the pairs whose input is padding are left out, and in
+//! plan of classes or a plan in place the pairs whose input is padding
+//! are left out, and in
 //! a plan in order those of a tile's kernel rows that read padding for
 //! each of its positions and, in an AVX-512 tile some of whose positions
 //! read only padding with a column of taps along the last axis, those
@@ -233,7 +238,7 @@ pub(super) fn conv_direct_lanes(
     // reads X or the padded copy (`tile_plan.rs`).
     let positions = positions(isa);
     let group_tiles_max = group_positions(isa) / positions;
-    let make = || TilePlan::new(g, layout, positions, w.finite());
+    let make = || plan_for(g, layout, isa, w.finite());
     let plan = match plans {
         Some(cache) => cache.get((g.clone(), positions, w.finite()), make),
         None => std::sync::Arc::new(make()),
@@ -307,6 +312,7 @@ pub(super) fn conv_direct_lanes(
     let edge_kw = g.kernel.last().copied().unwrap_or(0);
     let edge_columns =
         isa == Isa::Avx512 && plan.has_edge_columns() && edge_tiles_apply(edge_kw, ntaps);
+    let tile_masks = plan.has_tile_masks();
     let span = span(isa);
     assert_eq!(
         w.span(),
@@ -493,6 +499,18 @@ pub(super) fn conv_direct_lanes(
                                                 let mask = plan.edge_mask_at(column);
                                                 edge_tile512(streamed, edge_kw, mask)
                                             }
+                                            // A tile reading X whose mask
+                                            // names reads outside its rows:
+                                            // the plan has a tile for it.
+                                            _ if tile_masks => {
+                                                let mask = plan.tile_mask(g0 + t);
+                                                let tile = edge_tile512(streamed, edge_kw, mask);
+                                                assert!(
+                                                    mask == 0 || tile.is_some(),
+                                                    "a plan in place whose mask {mask:#x} has no tile"
+                                                );
+                                                tile
+                                            }
                                             _ => None,
                                         };
                                         let tile = edges.unwrap_or(
@@ -543,6 +561,19 @@ struct Reduction<'a> {
     w: *const f32,
     /// The taps' unrolled form, if any (AVX2 full tiles).
     form: TapForm,
+}
+
+/// The tile plan the kernel runs for `g` with `isa`'s tiles and weights
+/// all `finite` or not ([`TilePlan::new`]): AVX-512 offers its edge tiles
+/// (`tile512_cols`), with which a plan may read X in place.
+pub(super) fn plan_for(g: &Geometry, layout: &Layout, isa: Isa, finite: bool) -> TilePlan {
+    let kw = g.kernel.last().copied().unwrap_or(0);
+    let has_tile = |mask: u64| has_edge_tile(kw, mask);
+    let edge_tiles: Option<&dyn Fn(u64) -> bool> = match isa {
+        Isa::Avx512 if edge_tiles_apply(kw, layout.taps.len()) => Some(&has_tile),
+        _ => None,
+    };
+    TilePlan::new(g, layout, positions(isa), finite, edge_tiles)
 }
 
 /// Where item `i` of `items` starts in `0..total` (`i == items`: the end):
@@ -722,20 +753,25 @@ unsafe fn tile512<const STREAMED: bool, const P: usize>(
     }
 }
 
-/// [`tile512`] for a full tile of a plan in order that runs every tap,
-/// some of whose positions read only padding with a column of taps (the
-/// kernel's index along the last axis, `KW` wide): bit `c * POSITIONS +
-/// i` of `MASK` for position `i` and column `c` (`TilePlan::edge_mask`).
-/// The same steps in the same order, except that those positions leave
-/// out those columns' products (only with finite weights, whose products
-/// with the padding are zeros). The steps of one kernel row come `KW` at
-/// a time, each one's column known here, so the skipped multiply-adds
-/// cost no branch. On C64 56x56 3x3, 1.2% of the multiply-adds.
+/// [`tile512`] for a full tile some of whose positions read only padding
+/// with a column of taps (the kernel's index along the last axis, `KW`
+/// wide): bit `c * POSITIONS + i` of `MASK` for position `i` and column
+/// `c` (`TilePlan::edge_mask_at`). The tile runs every tap (a plan in
+/// order, over the padded copy) or whole kernel rows of them (a plan in
+/// place, reading X: `TilePlan::in_place`). The same steps in the same
+/// order, except that those positions leave out those columns' products
+/// and do not read their inputs (only with finite weights, whose products
+/// with the padding are zeros; in X those reads would land outside the
+/// position's row). The steps of one kernel row come `KW` at a time, each
+/// one's column known here, so the skipped multiply-adds cost no branch.
+/// On C64 56x56 3x3, 1.2% of the multiply-adds.
 ///
 /// # Safety
-/// As for [`tile512`] with `P` = POSITIONS, every tap in `r.taps`, and
+/// As for [`tile512`] with `P` = POSITIONS, except that the reads of the
+/// masked positions' columns need not be in bounds; `r.taps` whole kernel
+/// rows in row-major order (all of them, or a plan in place's class),
 /// `r.ntaps` a multiple of `KW` whose taps' last-axis index is the tap's
-/// index modulo `KW` (row-major order); `KW` at most [`EDGE_KW`].
+/// index modulo `KW`; `KW` at most [`EDGE_KW`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn tile512_cols<const STREAMED: bool, const KW: usize, const MASK: u64>(
@@ -773,34 +809,60 @@ unsafe fn tile512_cols<const STREAMED: bool, const KW: usize, const MASK: u64>(
             }
         };
     }
-    debug_assert!(KW <= EDGE_KW && r.taps.len() == r.ntaps && r.ntaps.is_multiple_of(KW));
-    let steps = &r.shifts[r.channels.start * r.ntaps..r.channels.end * r.ntaps];
-    let mut wp = r.w.add(r.channels.start * r.ntaps * BLOCK);
+    debug_assert!(KW <= EDGE_KW && r.taps.len().is_multiple_of(KW) && r.ntaps.is_multiple_of(KW));
+    // A kernel row's steps, each column's a constant.
+    macro_rules! kernel_row {
+        ($row:expr, $wp:expr) => {
+            step!($row, $wp, 0);
+            step!($row, $wp, 1);
+            step!($row, $wp, 2);
+            step!($row, $wp, 3);
+            step!($row, $wp, 4);
+            step!($row, $wp, 5);
+            step!($row, $wp, 6);
+        };
+    }
     // The output lines asked for as `reduce!` does, one per step while
-    // there are some, and the sums' lines beside the last steps.
+    // there are some, and with every tap the sums' lines beside the last
+    // steps.
     let mut asks = ask.walk();
-    let rows = steps.chunks_exact(KW);
-    let sums_from = rows.len().saturating_sub(SUMS_LINES.div_ceil(KW));
-    for (j, row) in rows.enumerate() {
-        for _ in 0..KW {
-            if let Some(line) = asks.next() {
-                _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
+    if r.taps.len() == r.ntaps {
+        let steps = &r.shifts[r.channels.start * r.ntaps..r.channels.end * r.ntaps];
+        let mut wp = r.w.add(r.channels.start * r.ntaps * BLOCK);
+        let rows = steps.chunks_exact(KW);
+        let sums_from = rows.len().saturating_sub(SUMS_LINES.div_ceil(KW));
+        for (j, row) in rows.enumerate() {
+            for _ in 0..KW {
+                if let Some(line) = asks.next() {
+                    _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
+                }
+            }
+            if j >= sums_from {
+                let first = (j - sums_from) * KW;
+                for l in first..(first + KW).min(SUMS_LINES) {
+                    _mm_prefetch::<_MM_HINT_ET0>((sums as *const i8).wrapping_add(64 * l));
+                }
+            }
+            kernel_row!(row, wp);
+            wp = wp.add(KW * BLOCK);
+        }
+    } else {
+        // A class's whole kernel rows (a plan in place, `TilePlan::in_place`):
+        // each row's taps are consecutive, so are their weights.
+        for c in r.channels.clone() {
+            let xc = c * r.chan;
+            let wc = r.w.add(c * r.ntaps * BLOCK);
+            for taps in r.taps.chunks_exact(KW) {
+                for _ in 0..KW {
+                    if let Some(line) = asks.next() {
+                        _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
+                    }
+                }
+                let row: [usize; KW] = std::array::from_fn(|k| xc + taps[k].0);
+                let wp = wc.add(taps[0].1 * BLOCK);
+                kernel_row!(row, wp);
             }
         }
-        if j >= sums_from {
-            let first = (j - sums_from) * KW;
-            for l in first..(first + KW).min(SUMS_LINES) {
-                _mm_prefetch::<_MM_HINT_ET0>((sums as *const i8).wrapping_add(64 * l));
-            }
-        }
-        step!(row, wp, 0);
-        step!(row, wp, 1);
-        step!(row, wp, 2);
-        step!(row, wp, 3);
-        step!(row, wp, 4);
-        step!(row, wp, 5);
-        step!(row, wp, 6);
-        wp = wp.add(KW * BLOCK);
     }
     for line in asks {
         _mm_prefetch::<_MM_HINT_ET0>(line as *const i8);
@@ -905,7 +967,6 @@ pub(super) fn edge_tiles_apply(kw: usize, ntaps: usize) -> bool {
 
 /// True when the AVX-512 kernel has an edge tile for kernel rows `kw`
 /// wide and the pattern `mask` ([`edge_tile512`]).
-#[cfg(test)]
 pub(super) fn has_edge_tile(kw: usize, mask: u64) -> bool {
     edge_tile512(false, kw, mask).is_some()
 }

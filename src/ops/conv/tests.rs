@@ -947,6 +947,7 @@ fn plan_positions(rows: tile_plan::Rows) -> Vec<usize> {
 fn tile_plans_hold_every_position_and_the_taps_it_reads() {
     let mut r = Rng::new(0x5DEECE66D);
     let (mut exact, mut skipping, mut skipping_in_order, mut edges) = (0, 0, 0, 0);
+    let (mut in_place, mut masked_in_place) = (0, 0);
     // Besides the random ones, the patterns the kernel has edge tiles for
     // (flagged): 3-wide kernels over a padding of one along the last
     // axis at every offset of a row to the tiles, in 1-D, 2-D and 3-D;
@@ -991,6 +992,12 @@ fn tile_plans_hold_every_position_and_the_taps_it_reads() {
                 Some(tile_plan::TilePlan::in_order(&g, &layout, 6, true)),
             ),
             (true, tile_plan::TilePlan::exact(&g, 6)),
+            (
+                true,
+                tile_plan::TilePlan::in_place(&g, 6, &|mask| {
+                    direct_lanes::has_edge_tile(g.kernel[d - 1], mask)
+                }),
+            ),
         ];
         for (kind, (finite, plan)) in plans.into_iter().enumerate() {
             let Some(plan) = plan else {
@@ -1000,8 +1007,10 @@ fn tile_plans_hold_every_position_and_the_taps_it_reads() {
                 assert_eq!(plan.len(), 0, "case {case}");
                 continue;
             }
-            assert_eq!(plan.reads_input, kind == 2, "case {case}");
-            exact += usize::from(plan.reads_input);
+            assert_eq!(plan.reads_input, kind >= 2, "case {case}");
+            assert_eq!(plan.has_tile_masks(), kind == 3, "case {case}");
+            exact += usize::from(kind == 2);
+            in_place += usize::from(kind == 3);
             let mut seen = vec![0u32; g.out_size()];
             // The kernel's walk of the tiles' columns, a tile at a time.
             let mut walked = plan.edge_column(0);
@@ -1015,18 +1024,24 @@ fn tile_plans_hold_every_position_and_the_taps_it_reads() {
                 let skips = taps.len() < layout.taps.len();
                 skipping += usize::from(skips && plan.reads_input);
                 skipping_in_order += usize::from(skips && !plan.reads_input);
-                let mask = plan.edge_mask(t);
-                let whole = !plan.reads_input && real == 6;
                 let kw = g.kernel[d - 1];
+                // In place, a tile's own mask, which the kernel must have a
+                // tile for (a short tile has none).
+                let mask = match kind {
+                    3 => plan.tile_mask(t),
+                    _ => plan.edge_mask(t),
+                };
+                let whole = real == 6 && (kind == 3 || !plan.reads_input);
                 assert!(
                     mask == 0 || (finite && whole),
                     "case {case}, tile {t}: mask {mask:#x} ({g:?})"
                 );
                 assert!(
-                    mask == 0 || !has_tiles || direct_lanes::has_edge_tile(kw, mask),
+                    mask == 0 || (!has_tiles && kind != 3) || direct_lanes::has_edge_tile(kw, mask),
                     "case {case}, tile {t}: no edge tile for {mask:#x} ({g:?})"
                 );
                 edges += usize::from(mask != 0 && direct_lanes::has_edge_tile(kw, mask));
+                masked_in_place += usize::from(mask != 0 && kind == 3);
                 for (i, &p) in positions.iter().enumerate() {
                     seen[p] += 1;
                     let mut o = vec![0; d];
@@ -1037,18 +1052,20 @@ fn tile_plans_hold_every_position_and_the_taps_it_reads() {
                     }
                     // The kernel columns this position leaves out.
                     let left_out = |c: usize| mask >> (c * 6 + i) & 1 != 0;
-                    if whole && finite && plan.has_edge_columns() {
+                    if whole && finite && (plan.has_edge_columns() || kind == 3) {
                         // Every column that reads only padding here is
                         // marked: along the last axis its input index is
-                        // outside.
+                        // outside (in place, where the tile runs any tap:
+                        // a class reading no input needs no mask).
+                        let runs_any = kind != 3 || !taps.is_empty();
                         for c in 0..kw {
                             let at = (o[d - 1] * g.strides[d - 1] + c * g.dilations[d - 1]) as i64
                                 - g.pads_begin[d - 1] as i64;
                             let outside = at < 0 || at >= g.in_spatial[d - 1] as i64;
                             assert_eq!(
                                 left_out(c),
-                                outside,
-                                "case {case}, tile {t}, position {p}, kernel column {c}"
+                                outside && runs_any,
+                                "case {case}, tile {t}, position {p}, kernel column {c} ({g:?})"
                             );
                         }
                     }
@@ -1070,6 +1087,9 @@ fn tile_plans_hold_every_position_and_the_taps_it_reads() {
                              which reads the input ({g:?})"
                         );
                         let runs = taps.iter().find(|&&(_, t)| t == tap);
+                        // In place the tap runs unless the mask leaves it
+                        // out, and reads exactly the input.
+                        let runs = runs.filter(|_| kind != 3 || !left_out(k[d - 1]));
                         if plan.reads_input {
                             assert_eq!(
                                 runs.is_some(),
@@ -1114,6 +1134,10 @@ fn tile_plans_hold_every_position_and_the_taps_it_reads() {
             );
         }
     }
+    assert!(
+        in_place > 100 && masked_in_place > 40,
+        "{in_place} plans in place, {masked_in_place} of their tiles masked"
+    );
     assert!(
         exact > 100 && skipping > 100 && skipping_in_order > 100 && edges > 100,
         "{exact} plans read X, {skipping} of their tiles skip taps, \
@@ -1211,7 +1235,7 @@ fn channel_lane_kernels_reading_x_meet_the_rounding_bound() {
             ..Default::default()
         };
         let g = geometry(&attrs, x, w, None).unwrap();
-        let plan = tile_plan::TilePlan::new(&g, &direct::Layout::new(&g), 6, true);
+        let plan = direct_lanes::plan_for(&g, &direct::Layout::new(&g), Isa::Avx512, true);
         assert!(plan.reads_input, "case {i} takes the padded copy");
         let inputs = random_inputs(&g, &mut r);
         for &path in &paths {
@@ -1242,7 +1266,7 @@ fn channel_lane_chunks_carry_their_sums_on_both_plans() {
             ..Default::default()
         };
         let g = geometry(&attrs, x, &[16, 1024, 3, 3], None).unwrap();
-        let plan = tile_plan::TilePlan::new(&g, &direct::Layout::new(&g), 6, true);
+        let plan = direct_lanes::plan_for(&g, &direct::Layout::new(&g), Isa::Avx512, true);
         assert_eq!(plan.reads_input, reads_input, "{x:?}");
         let inputs = random_inputs(&g, &mut r);
         for &path in &paths {
@@ -1345,10 +1369,11 @@ fn channel_lane_kernels_accumulate_in_their_contract_order() {
     type Case = (&'static [usize], &'static [usize], i64, i64, i64, i64);
     let cases: [Case; 16] = [
         (&[2, 16, 9, 10], &[40, 16, 3, 3], 1, 1, 1, 1),
-        // Tiles in order whose first and last columns read padding with
-        // columns of taps: 3-wide kernels over a padding of one, every
-        // pattern of the AVX-512 edge tiles, and the 7x7 stride-2 layer
-        // (no edge tiles: the plain ones run its masks' tiles).
+        // Tiles whose first and last columns read padding with columns of
+        // taps: 3-wide kernels over a padding of one, every pattern of the
+        // AVX-512 edge tiles, reading X in place (5x6) and over the copy
+        // (8x7), and the 7x7 stride-2 layer (no edge tiles: the plain ones
+        // run its masks' tiles over the copy).
         (&[1, 8, 5, 6], &[16, 8, 3, 3], 1, 1, 1, 1),
         (&[1, 24, 8, 7], &[64, 24, 3, 3], 1, 1, 1, 1),
         (&[1, 3, 20, 22], &[16, 3, 7, 7], 3, 2, 1, 1),
@@ -1377,12 +1402,20 @@ fn channel_lane_kernels_accumulate_in_their_contract_order() {
         };
         let g = geometry(&attrs, x, w, None).unwrap();
         if (1..=4).contains(&i) {
-            let plan = tile_plan::TilePlan::new(&g, &direct::Layout::new(&g), 6, true);
-            assert!(!plan.reads_input && plan.has_edge_columns(), "case {i}");
+            // 5x6 outputs read X in place, their tiles' masks run by edge
+            // tiles; 8x7 ones keep the copy (a one-row class of 7 has no
+            // place for its short tile away from the padding), as does
+            // the 7x7 stride-2 layer (no edge tiles for its masks).
+            let plan = direct_lanes::plan_for(&g, &direct::Layout::new(&g), Isa::Avx512, true);
+            let masked = (0..plan.len()).filter(|&t| plan.tile_mask(t) != 0).count();
+            match i {
+                1 => assert!(plan.reads_input && masked >= 5, "case {i}: {masked}"),
+                _ => assert!(!plan.reads_input && plan.has_edge_columns(), "case {i}"),
+            }
         }
         if i == 15 {
             // Classes reading X, whose interior runs every tap.
-            let plan = tile_plan::TilePlan::new(&g, &direct::Layout::new(&g), 3, true);
+            let plan = direct_lanes::plan_for(&g, &direct::Layout::new(&g), Isa::Avx2, true);
             assert!(
                 plan.reads_input && plan.classes.iter().any(|c| c.len() == 25),
                 "case {i}"
@@ -1390,7 +1423,7 @@ fn channel_lane_kernels_accumulate_in_their_contract_order() {
         }
         if i == 5 {
             // Tiles cut from classes reading X, the edges' among them.
-            let plan = tile_plan::TilePlan::new(&g, &direct::Layout::new(&g), 3, true);
+            let plan = direct_lanes::plan_for(&g, &direct::Layout::new(&g), Isa::Avx2, true);
             let edge = |c: &tile_plan::Taps| {
                 matches!(
                     direct_lanes::TapForm::of(c, 9),
@@ -1434,7 +1467,7 @@ fn unrolled_tap_forms_fit_the_shapes_they_are_for() {
             ..Default::default()
         };
         let g = geometry(&attrs, x, w, None).unwrap();
-        let plan = tile_plan::TilePlan::new(&g, &direct::Layout::new(&g), 3, true);
+        let plan = direct_lanes::plan_for(&g, &direct::Layout::new(&g), Isa::Avx2, true);
         let forms: Vec<TapForm> = plan
             .classes
             .iter()

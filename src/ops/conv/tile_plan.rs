@@ -33,6 +33,18 @@
 //! in rounds after pauses on one thread, 0.980-0.986 on two; the 7x7
 //! stride-2 layer within the noise (0.97-1.01).
 //!
+//! A plan in place ([`TilePlan::in_place`]) reads X for shorter
+//! reductions too, without the column classes: its classes are runs of
+//! rows only (a 2-D output's first and last rows where the kernel reaches
+//! into the padding, and the rows between), each a range of consecutive
+//! positions cut into tiles in order, and a tile's positions at the first
+//! or last columns leave out the columns of taps that would read padding
+//! by the tile's mask (below), which the AVX-512 kernel runs with a tile
+//! of its own. So the copy and its pass over the input are gone, at no
+//! cost in the write-out: on C64 56x56 3x3 0.980 of the time back to back
+//! and 0.983-0.985 in rounds after pauses on one thread, 0.957-0.969 on
+//! two (Zen 4 of 2026-12-07).
+//!
 //! Where the last axis's first or last columns read padding, the plan in
 //! order also names, for each full tile, which of its positions read only
 //! padding with which column of taps ([`TilePlan::edge_mask_at`]): with
@@ -107,6 +119,11 @@ pub(super) struct TilePlan {
     /// ([`TilePlan::edge_mask_at`]). Empty otherwise. One entry per
     /// output column, worked out once here.
     edge_by_column: Vec<u64>,
+    /// With tiles cut from classes along every axis but the last
+    /// ([`TilePlan::in_place`]): each tile's positions that read padding
+    /// with a column of taps, as [`TilePlan::edge_mask_at`] names them
+    /// (0 for none); empty for the other plans.
+    tile_masks: Vec<u64>,
     /// Per axis: the output's extent and the padded grid's stride.
     grid: Vec<(usize, usize)>,
     per_tile: usize,
@@ -173,11 +190,29 @@ impl TilePlan {
     /// when every weight is `finite`, the reduction is long
     /// ([`long_reduction`]) and the classes cost no more multiply-adds than
     /// tiles of every tap, else tiles in order over `layout`'s copy.
-    pub(super) fn new(g: &Geometry, layout: &Layout, per_tile: usize, finite: bool) -> Self {
-        (finite && long_reduction(g))
-            .then(|| Self::exact(g, per_tile))
-            .flatten()
-            .unwrap_or_else(|| Self::in_order(g, layout, per_tile, finite))
+    ///
+    /// With `edge_tiles` (the kernel's answer to whether it has a tile that
+    /// leaves out a mask's products, [`TilePlan::edge_mask_at`]) and finite
+    /// weights, a shorter reduction takes tiles in order reading X
+    /// ([`TilePlan::in_place`]) where the kernel has a tile for every mask.
+    pub(super) fn new(
+        g: &Geometry,
+        layout: &Layout,
+        per_tile: usize,
+        finite: bool,
+        edge_tiles: Option<&dyn Fn(u64) -> bool>,
+    ) -> Self {
+        if finite && long_reduction(g) {
+            if let Some(plan) = Self::exact(g, per_tile) {
+                return plan;
+            }
+        }
+        if let (true, Some(has_tile)) = (finite, edge_tiles) {
+            if let Some(plan) = Self::in_place(g, per_tile, has_tile) {
+                return plan;
+            }
+        }
+        Self::in_order(g, layout, per_tile, finite)
     }
 
     /// Tiles of consecutive positions over the padded copy. With `finite`
@@ -235,6 +270,7 @@ impl TilePlan {
             in_order_tiles: Some(tiles),
             first_axis_tiles,
             edge_by_column,
+            tile_masks: Vec::new(),
             grid: (0..d).map(|a| (g.out_spatial[a], q_stride[a])).collect(),
             per_tile,
         }
@@ -253,14 +289,7 @@ impl TilePlan {
             row_major_strides(&g.out_spatial),
             row_major_strides(&g.in_spatial),
         );
-        let kernel_stride = row_major_strides(&g.kernel);
-        let tap_shifts: Vec<usize> = (0..g.kernel_size())
-            .map(|t| {
-                (0..d)
-                    .map(|a| (t / kernel_stride[a] % g.kernel[a]) * g.dilations[a] * in_stride[a])
-                    .sum()
-            })
-            .collect();
+        let tap_shifts = shifts_in_x(g);
         let os = g.out_size();
         let mut plan = TilePlan {
             classes: Vec::with_capacity(count),
@@ -273,6 +302,7 @@ impl TilePlan {
             in_order_tiles: None,
             first_axis_tiles: Vec::new(),
             edge_by_column: Vec::new(),
+            tile_masks: Vec::new(),
             grid: Vec::new(),
             per_tile,
         };
@@ -298,10 +328,7 @@ impl TilePlan {
             let mut o: Vec<usize> = boxed.iter().map(|r| r.0).collect();
             for _ in 0..positions / (l1 - l0).max(1) {
                 let out0: usize = (0..d).map(|a| o[a] * out_stride[a]).sum();
-                let base0 = (0..d).fold(0usize, |acc, a| {
-                    let at = (o[a] * g.strides[a]).wrapping_sub(g.pads_begin[a]);
-                    acc.wrapping_add(at.wrapping_mul(in_stride[a]))
-                });
+                let base0 = base_in_x(g, &o, &in_stride);
                 plan.outputs.extend(out0..out0 + (l1 - l0));
                 plan.bases
                     .extend((0..l1 - l0).map(|j| base0.wrapping_add(j * s_last)));
@@ -335,6 +362,160 @@ impl TilePlan {
         Some(plan)
     }
 
+    /// Tiles of consecutive positions reading X, without the padded copy:
+    /// the classes are runs along every axis but the last (for a 2-D
+    /// output, its first and last rows where the kernel reaches into the
+    /// padding, and the rows between), each running the kernel rows its
+    /// positions read inside the input, whole along the last axis. Along
+    /// the last axis a position that reads padding with a column of taps
+    /// leaves that column's products out: each tile carries the mask
+    /// [`TilePlan::edge_mask_at`] describes, and the kernel runs a tile
+    /// with a mask only as a tile that skips those products (and their
+    /// reads, which would land outside the position's row or outside X).
+    /// For finite weights only: the products left out are `w * 0`.
+    ///
+    /// None where a mask would have no tile (`has_tile`), or where a
+    /// class's short tile (its positions past the last full tile's)
+    /// finds no place in it whose positions all read inside the input
+    /// along the last axis: short tiles have no masks. The short tile
+    /// goes to the first such place, so that the full tiles around it
+    /// keep the patterns the kernel has tiles for.
+    ///
+    /// Against the copy plan ([`TilePlan::in_order`]), on the C64 56x56
+    /// 3x3 layer a probe that skipped the copy (a bound) took 0.977 of the
+    /// time on one thread and 0.967 on two, in rounds after pauses as the
+    /// bench runs them (Zen 4, 2026-12-07); the 7x7 stride-2 layer 1.000,
+    /// so its masks have no tiles and it keeps the copy.
+    pub(super) fn in_place(
+        g: &Geometry,
+        per_tile: usize,
+        has_tile: &dyn Fn(u64) -> bool,
+    ) -> Option<Self> {
+        let d = g.out_spatial.len();
+        if d == 0 || per_tile == 0 || g.kernel[d - 1] * per_tile > 64 {
+            return None;
+        }
+        let last = d - 1;
+        let (width, kw) = (g.out_spatial[last], g.kernel[last]);
+        let runs: Vec<_> = (0..last).map(|a| axis_runs(g, a)).collect();
+        let count: usize = runs.iter().map(Vec::len).product();
+        if count > MAX_CLASSES || width == 0 {
+            return None;
+        }
+        // Each output column's kernel columns that read padding.
+        let mut skips = vec![0u64; width];
+        for (o0, o1, lo, hi) in axis_runs(g, last) {
+            let outside = (0..kw).filter(|c| !(lo..hi).contains(c));
+            skips[o0..o1].fill(outside.fold(0u64, |m, c| m | 1 << c));
+        }
+        let (out_stride, in_stride) = (
+            row_major_strides(&g.out_spatial),
+            row_major_strides(&g.in_spatial),
+        );
+        let os = g.out_size();
+        let mut plan = TilePlan {
+            classes: Vec::with_capacity(count),
+            tap_shifts: shifts_in_x(g),
+            reads_input: true,
+            tiles: Vec::with_capacity(os.div_ceil(per_tile) + count),
+            outputs: Vec::with_capacity(os + per_tile * count),
+            bases: Vec::with_capacity(os + per_tile * count),
+            os,
+            in_order_tiles: None,
+            first_axis_tiles: Vec::new(),
+            edge_by_column: Vec::new(),
+            tile_masks: Vec::with_capacity(os.div_ceil(per_tile) + count),
+            grid: Vec::new(),
+            per_tile,
+        };
+        let mut pick = vec![0usize; last];
+        for _ in 0..count {
+            let boxed: Vec<_> = (0..last).map(|a| runs[a][pick[a]]).collect();
+            let mut ranges: TapRanges = boxed.iter().map(|r| (r.2, r.3)).collect();
+            ranges.push((0, kw));
+            let taps = taps_within(g, &plan.tap_shifts, &ranges);
+            // A class that reads no input runs no step and needs no mask.
+            let masked = !taps.is_empty();
+            plan.classes.push(taps);
+            let class = plan.classes.len() - 1;
+            // The box's positions in row-major order, whole rows along the
+            // last axis: (output position, base in X, kernel columns left
+            // out).
+            let rows: usize = boxed.iter().map(|r| r.1 - r.0).product();
+            let mut o: Vec<usize> = boxed.iter().map(|r| r.0).collect();
+            o.push(0);
+            let mut positions = Vec::with_capacity(rows * width);
+            for _ in 0..rows {
+                o[last] = 0;
+                let out0: usize = (0..d).map(|a| o[a] * out_stride[a]).sum();
+                let base0 = base_in_x(g, &o, &in_stride);
+                positions.extend((0..width).map(|c| {
+                    let base = base0.wrapping_add(c * g.strides[last]);
+                    (out0 + c, base, if masked { skips[c] } else { 0 })
+                }));
+                for a in (0..last).rev() {
+                    o[a] += 1;
+                    if o[a] < boxed[a].1 {
+                        break;
+                    }
+                    o[a] = boxed[a].0;
+                }
+            }
+            // The short tile's place: the first tile boundary from which
+            // its positions read no padding along the last axis.
+            let short = positions.len() % per_tile;
+            let full_end = positions.len() - short;
+            let short_at = match short {
+                0 => full_end,
+                _ => (0..=full_end)
+                    .step_by(per_tile)
+                    .find(|&k| positions[k..k + short].iter().all(|p| p.2 == 0))?,
+            };
+            let mut k = 0;
+            while k < positions.len() {
+                let real = if k == short_at && short > 0 {
+                    short
+                } else {
+                    per_tile
+                };
+                let tile = &positions[k..k + real];
+                let mut mask = 0u64;
+                for (i, &(_, _, columns)) in tile.iter().enumerate() {
+                    for c in (0..kw).filter(|&c| columns >> c & 1 != 0) {
+                        mask |= 1 << (c * per_tile + i);
+                    }
+                }
+                if mask != 0 && (real < per_tile || !has_tile(mask)) {
+                    return None;
+                }
+                plan.tiles.push((class, real));
+                plan.tile_masks.push(mask);
+                plan.outputs.extend(tile.iter().map(|p| p.0));
+                plan.bases.extend(tile.iter().map(|p| p.1));
+                // A short tile's rows: no output, its last base again.
+                let last_base = tile[real - 1].1;
+                plan.outputs
+                    .extend(std::iter::repeat_n(usize::MAX, per_tile - real));
+                plan.bases
+                    .extend(std::iter::repeat_n(last_base, per_tile - real));
+                k += real;
+            }
+            for a in (0..last).rev() {
+                pick[a] += 1;
+                if pick[a] < runs[a].len() || a == 0 {
+                    break;
+                }
+                pick[a] = 0;
+            }
+        }
+        // Classes along a middle axis (3-D and up) interleave in the
+        // output: put their tiles in output order, as `exact` does.
+        if d > 2 {
+            plan.sort_by_first_output();
+        }
+        Some(plan)
+    }
+
     /// Puts the tiles in the order of their first output position, so
     /// that a class along a column runs beside the interior tiles of its
     /// rows: its single-position runs then write lines the interior's
@@ -353,6 +534,9 @@ impl TilePlan {
         self.outputs = gather(&self.outputs);
         self.bases = gather(&self.bases);
         self.tiles = order.iter().map(|&t| self.tiles[t]).collect();
+        if !self.tile_masks.is_empty() {
+            self.tile_masks = order.iter().map(|&t| self.tile_masks[t]).collect();
+        }
     }
 
     /// How many tiles.
@@ -415,6 +599,19 @@ impl TilePlan {
     /// leave out.
     pub(super) fn edge_mask_at(&self, column: usize) -> u64 {
         self.edge_by_column.get(column).copied().unwrap_or(0)
+    }
+
+    /// True when the plan's tiles carry masks of their own
+    /// ([`TilePlan::in_place`]): a tile with a mask must run as a tile
+    /// that leaves those products out, as its positions' reads for them
+    /// lie outside their rows.
+    pub(super) fn has_tile_masks(&self) -> bool {
+        !self.tile_masks.is_empty()
+    }
+
+    /// Tile `t`'s mask in a plan with masks of its own, 0 in others.
+    pub(super) fn tile_mask(&self, t: usize) -> u64 {
+        self.tile_masks.get(t).copied().unwrap_or(0)
     }
 
     /// [`TilePlan::edge_mask_at`] for tile `t`, 0 for a short tile.
@@ -620,4 +817,28 @@ fn taps_within(g: &Geometry, shifts: &[usize], ranges: &[(usize, usize)]) -> Tap
         }
     }
     taps
+}
+
+/// Each tap's shift (row-major kernel order) within an input channel of X.
+fn shifts_in_x(g: &Geometry) -> Vec<usize> {
+    let d = g.out_spatial.len();
+    let in_stride = row_major_strides(&g.in_spatial);
+    let kernel_stride = row_major_strides(&g.kernel);
+    (0..g.kernel_size())
+        .map(|t| {
+            (0..d)
+                .map(|a| (t / kernel_stride[a] % g.kernel[a]) * g.dilations[a] * in_stride[a])
+                .sum()
+        })
+        .collect()
+}
+
+/// The input offset of output position `o`'s window in a channel of X:
+/// before the channel (wrapped) where it starts in the padding, so that
+/// a tap's shift brings it inside wherever that tap reads the input.
+fn base_in_x(g: &Geometry, o: &[usize], in_stride: &[usize]) -> usize {
+    (0..o.len()).fold(0usize, |acc, a| {
+        let at = (o[a] * g.strides[a]).wrapping_sub(g.pads_begin[a]);
+        acc.wrapping_add(at.wrapping_mul(in_stride[a]))
+    })
 }
