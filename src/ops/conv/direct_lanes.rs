@@ -918,16 +918,23 @@ const fn edge_pattern(left: &[u64], right: &[u64], o: isize) -> u64 {
 /// A 3-wide kernel over a padding of one: the first column leaves out
 /// kernel column 0, the last column kernel column 2.
 const PAD1_K3: (&[u64], &[u64]) = (&[0b001], &[0b100]);
+/// A 7-wide kernel at stride 2 over a padding of 3, an even input width:
+/// the first column leaves out kernel columns 0-2, the second column 0,
+/// the last columns 5 and 6.
+const PAD3_K7_S2: (&[u64], &[u64]) = (&[0b111, 0b001], &[0b110_0000]);
 
 /// The edge tiles the kernel has: (kernel width, pattern, the tile with
 /// streamed weights, the tile without). Each pattern of a row start at
-/// every place in a tile, and a row of exactly one tile (its start and
-/// end in the same tile). Tiles for the 7x7 stride-2 layer's patterns
-/// (its first two columns and its last, 0.8% of its multiply-adds) took
-/// 1.003 of its time in rounds and alike back to back on the Zen 4 of
-/// 2026-12-07, and were not kept.
+/// every place in a tile (for the 7x7 stride-2 layer's, whose second
+/// column has a mask too, also one place before it), and for 3-wide
+/// kernels a row of exactly one tile (its start and end in the same
+/// tile). Over the padded copy the 7x7 stride-2 layer's tiles (its first
+/// two columns and its last, 0.8% of its multiply-adds) took 1.003 of its
+/// time in rounds and alike back to back (Zen 4, 2026-12-07); they are
+/// here for its plan in place (`TilePlan::in_place`), which needs a tile
+/// for every mask.
 type EdgeTile = (usize, u64, TileFn, TileFn);
-static EDGE_TILES: [EdgeTile; 8] = {
+static EDGE_TILES: [EdgeTile; 16] = {
     macro_rules! entries {
         ($kw:literal, $pattern:expr, [$($o:literal),*]) => {
             [$((
@@ -941,7 +948,16 @@ static EDGE_TILES: [EdgeTile; 8] = {
     const K3_ROW: u64 =
         edge_pattern(PAD1_K3.0, PAD1_K3.1, 0) | edge_pattern(PAD1_K3.0, PAD1_K3.1, 6);
     let k3 = entries!(3, PAD1_K3, [0, 1, 2, 3, 4, 5, 6]);
+    let k7 = entries!(7, PAD3_K7_S2, [-1, 0, 1, 2, 3, 4, 5, 6]);
     [
+        k7[0],
+        k7[1],
+        k7[2],
+        k7[3],
+        k7[4],
+        k7[5],
+        k7[6],
+        k7[7],
         k3[0],
         k3[1],
         k3[2],

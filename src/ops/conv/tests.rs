@@ -940,9 +940,13 @@ fn plan_positions(rows: tile_plan::Rows) -> Vec<usize> {
 /// every position of the tile reads in the padding, from the position's
 /// place in the grid. A full tile in order marks (with finite weights
 /// only) exactly its positions' columns of taps along the last axis that
-/// read only padding, and for a 3-wide kernel over a padding of one the
-/// AVX-512 kernel has a tile for every pattern. Random geometries of every rank, stride,
-/// dilation and padding.
+/// read only padding, and for a 3-wide kernel over a padding of one (and
+/// the 7x7 stride-2 layer's kernel on even widths) the AVX-512 kernel has
+/// a tile for every pattern. A plan in place reads X as a plan of classes
+/// does, except that each tile's mask leaves out exactly its positions'
+/// columns of taps that read padding, every mask has an edge tile and a
+/// short tile has none. Random geometries of every rank, stride, dilation
+/// and padding.
 #[test]
 fn tile_plans_hold_every_position_and_the_taps_it_reads() {
     let mut r = Rng::new(0x5DEECE66D);
@@ -950,13 +954,15 @@ fn tile_plans_hold_every_position_and_the_taps_it_reads() {
     let (mut in_place, mut masked_in_place) = (0, 0);
     // Besides the random ones, the patterns the kernel has edge tiles for
     // (flagged): 3-wide kernels over a padding of one along the last
-    // axis at every offset of a row to the tiles, in 1-D, 2-D and 3-D;
-    // then others, whose masks the plain tiles run (7-wide kernels at
-    // stride 2 over a padding of 3, out 6-11 wide among them).
+    // axis at every offset of a row to the tiles, in 1-D, 2-D and 3-D,
+    // and 7-wide ones at stride 2 over a padding of 3 on inputs of even
+    // width, rows 7-11 wide; then others, whose masks in order the plain
+    // tiles run (that kernel on rows of 6, or on inputs of odd width).
     let one_padded = (6..=13).map(|w| (vec![1, 4, 5, w], vec![8, 4, 3, 3], 1, 1, true));
-    let stem = (12..=22)
-        .step_by(2)
-        .map(|w| (vec![1, 3, 9, w], vec![8, 3, 7, 7], 3, 2, false));
+    let stem = (12..=23).map(|w| {
+        let flagged = w >= 14 && w % 2 == 0;
+        (vec![1, 3, 9, w], vec![8, 3, 7, 7], 3, 2, flagged)
+    });
     let fixed = one_padded
         .chain(stem)
         .chain([
@@ -1367,13 +1373,14 @@ fn channel_lane_kernels_accumulate_in_their_contract_order() {
     let mut r = Rng::new(0x6A09E667F3BCC909);
     // X, W, pads, strides, dilations, group.
     type Case = (&'static [usize], &'static [usize], i64, i64, i64, i64);
-    let cases: [Case; 16] = [
+    let cases: [Case; 17] = [
         (&[2, 16, 9, 10], &[40, 16, 3, 3], 1, 1, 1, 1),
         // Tiles whose first and last columns read padding with columns of
         // taps: 3-wide kernels over a padding of one, every pattern of the
         // AVX-512 edge tiles, reading X in place (5x6) and over the copy
-        // (8x7), and the 7x7 stride-2 layer (no edge tiles: the plain ones
-        // run its masks' tiles over the copy).
+        // (8x7), and the 7x7 stride-2 layer over the copy (rows of 11 or
+        // 7, whose one-row classes find no place for a short tile away
+        // from the padding) and in place (20x20, below).
         (&[1, 8, 5, 6], &[16, 8, 3, 3], 1, 1, 1, 1),
         (&[1, 24, 8, 7], &[64, 24, 3, 3], 1, 1, 1, 1),
         (&[1, 3, 20, 22], &[16, 3, 7, 7], 3, 2, 1, 1),
@@ -1389,6 +1396,7 @@ fn channel_lane_kernels_accumulate_in_their_contract_order() {
         (&[1, 8, 9, 9], &[16, 8, 5, 5], 2, 1, 1, 1),
         (&[1, 32, 8, 8], &[32, 16, 3, 3], 1, 1, 1, 2),
         (&[1, 1024, 10, 10], &[8, 1024, 5, 5], 2, 1, 1, 1),
+        (&[1, 3, 40, 40], &[64, 3, 7, 7], 3, 2, 1, 1),
     ];
     let paths = lane_paths_here();
     assert!(!paths.is_empty() || !Isa::Avx2.supported());
@@ -1404,14 +1412,20 @@ fn channel_lane_kernels_accumulate_in_their_contract_order() {
         if (1..=4).contains(&i) {
             // 5x6 outputs read X in place, their tiles' masks run by edge
             // tiles; 8x7 ones keep the copy (a one-row class of 7 has no
-            // place for its short tile away from the padding), as does
-            // the 7x7 stride-2 layer (no edge tiles for its masks).
+            // place for its short tile away from the padding), as do the
+            // 7x7 stride-2 layer's 10x11 and 7x7 (one-row classes of 11
+            // and 7), whose tiles in order run the edge tiles.
             let plan = direct_lanes::plan_for(&g, &direct::Layout::new(&g), Isa::Avx512, true);
             let masked = (0..plan.len()).filter(|&t| plan.tile_mask(t) != 0).count();
             match i {
                 1 => assert!(plan.reads_input && masked >= 5, "case {i}: {masked}"),
                 _ => assert!(!plan.reads_input && plan.has_edge_columns(), "case {i}"),
             }
+        }
+        if i == 16 {
+            let plan = direct_lanes::plan_for(&g, &direct::Layout::new(&g), Isa::Avx512, true);
+            let masked = (0..plan.len()).filter(|&t| plan.tile_mask(t) != 0).count();
+            assert!(plan.reads_input && masked >= 20, "case {i}: {masked}");
         }
         if i == 15 {
             // Classes reading X, whose interior runs every tap.
@@ -1532,13 +1546,15 @@ fn unrolled_tap_forms_fit_the_shapes_they_are_for() {
 }
 
 /// Edge masks are looked up only for kernels an edge tile exists for: the
-/// 3-wide ones, not the 7x7 stride-2 layer's (whose tiles would look up a
-/// mask per tile for nothing), nor widths past what a mask holds.
+/// 3-wide ones and the 7x7 stride-2 layer's, not 5-wide ones (whose tiles
+/// would look up a mask per tile for nothing), nor widths past what a
+/// mask holds.
 #[test]
 fn edge_masks_are_looked_up_only_where_an_edge_tile_exists() {
     assert!(direct_lanes::edge_tiles_apply(3, 9));
     assert!(direct_lanes::edge_tiles_apply(3, 27));
-    assert!(!direct_lanes::edge_tiles_apply(7, 49));
+    assert!(direct_lanes::edge_tiles_apply(7, 49));
+    assert!(!direct_lanes::edge_tiles_apply(7, 48));
     assert!(!direct_lanes::edge_tiles_apply(5, 25));
     assert!(!direct_lanes::edge_tiles_apply(1, 1));
     assert!(!direct_lanes::edge_tiles_apply(8, 64));

@@ -43,7 +43,8 @@
 //! of its own. So the copy and its pass over the input are gone, at no
 //! cost in the write-out: on C64 56x56 3x3 0.980 of the time back to back
 //! and 0.983-0.985 in rounds after pauses on one thread, 0.957-0.969 on
-//! two (Zen 4 of 2026-12-07).
+//! two; on the 7x7 stride-2 layer 0.99 back to back, 0.981-0.983 and
+//! 0.982 in rounds (Zen 4 of 2026-12-07).
 //!
 //! Where the last axis's first or last columns read padding, the plan in
 //! order also names, for each full tile, which of its positions read only
@@ -381,11 +382,10 @@ impl TilePlan {
     /// goes to the first such place, so that the full tiles around it
     /// keep the patterns the kernel has tiles for.
     ///
-    /// Against the copy plan ([`TilePlan::in_order`]), on the C64 56x56
-    /// 3x3 layer a probe that skipped the copy (a bound) took 0.977 of the
-    /// time on one thread and 0.967 on two, in rounds after pauses as the
-    /// bench runs them (Zen 4, 2026-12-07); the 7x7 stride-2 layer 1.000,
-    /// so its masks have no tiles and it keeps the copy.
+    /// Against the copy plan ([`TilePlan::in_order`]), in rounds after
+    /// pauses as the bench runs them (Zen 4, 2026-12-07): C64 56x56 3x3
+    /// 0.983-0.985 of the time on one thread and 0.957-0.969 on two, the
+    /// 7x7 stride-2 layer 0.981-0.983 on one and 0.982 on two.
     pub(super) fn in_place(
         g: &Geometry,
         per_tile: usize,
