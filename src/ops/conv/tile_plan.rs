@@ -665,12 +665,25 @@ impl TilePlan {
     pub(super) fn rows(&self, tiles: std::ops::Range<usize>) -> Rows<'_> {
         let (a, b) = (tiles.start * self.per_tile, tiles.end * self.per_tile);
         if self.in_order_tiles.is_some() {
-            Rows::Run {
+            return Rows::Run {
                 first: a,
                 count: b.min(self.os) - a,
+            };
+        }
+        let listed = &self.outputs[a..b];
+        // Consecutive positions (most groups of a plan in place) take the
+        // write-out's loop for a run, without walking the list.
+        match listed.first() {
+            Some(&first)
+                if first != usize::MAX
+                    && listed.iter().enumerate().all(|(i, &p)| p == first + i) =>
+            {
+                Rows::Run {
+                    first,
+                    count: listed.len(),
+                }
             }
-        } else {
-            Rows::Listed(&self.outputs[a..b])
+            _ => Rows::Listed(listed),
         }
     }
 }
