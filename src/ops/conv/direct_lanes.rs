@@ -229,6 +229,11 @@ pub(super) fn conv_direct_lanes(
         isa != Isa::Portable && isa.supported(),
         "the channel-lane Conv kernel runs on AVX-512F or AVX2 with FMA, not {isa:?}"
     );
+    // Short reductions whose row ends the row tiles have patterns for.
+    if let Some(tiles) = super::direct_rows::tiles_for(g, isa, w.finite()) {
+        super::direct_rows::conv_rows(g, x, w, bias, y, tiles);
+        return;
+    }
     let (cg, mg) = (g.in_channels / g.group, g.out_channels / g.group);
     let ntaps = layout.taps.len();
     let kdim = cg * ntaps;
@@ -1429,7 +1434,9 @@ unsafe fn transpose_out512(
 /// row j (pairs of lanes, then pairs of pairs, then 128-bit quarters).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn transpose16(r: [std::arch::x86_64::__m512; 16]) -> [std::arch::x86_64::__m512; 16] {
+pub(super) unsafe fn transpose16(
+    r: [std::arch::x86_64::__m512; 16],
+) -> [std::arch::x86_64::__m512; 16] {
     use std::arch::x86_64::*;
     // t[2k] / t[2k+1]: rows 2k and 2k+1 interleaved, lanes 0-1 / 2-3 of
     // each quarter.

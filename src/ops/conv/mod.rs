@@ -69,6 +69,7 @@ use std::borrow::Cow;
 mod depthwise;
 mod direct;
 mod direct_lanes;
+mod direct_rows;
 mod geometry;
 mod im2col;
 mod im2col_gemm;

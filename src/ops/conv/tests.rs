@@ -1373,7 +1373,7 @@ fn channel_lane_kernels_accumulate_in_their_contract_order() {
     let mut r = Rng::new(0x6A09E667F3BCC909);
     // X, W, pads, strides, dilations, group.
     type Case = (&'static [usize], &'static [usize], i64, i64, i64, i64);
-    let cases: [Case; 17] = [
+    let cases: [Case; 21] = [
         (&[2, 16, 9, 10], &[40, 16, 3, 3], 1, 1, 1, 1),
         // Tiles whose first and last columns read padding with columns of
         // taps: 3-wide kernels over a padding of one, every pattern of the
@@ -1397,6 +1397,15 @@ fn channel_lane_kernels_accumulate_in_their_contract_order() {
         (&[1, 32, 8, 8], &[32, 16, 3, 3], 1, 1, 1, 2),
         (&[1, 1024, 10, 10], &[8, 1024, 5, 5], 2, 1, 1, 1),
         (&[1, 3, 40, 40], &[64, 3, 7, 7], 3, 2, 1, 1),
+        // The row tiles (`direct_rows.rs`): 3x3 over a padding of one at
+        // stride 1, rows of 37 (the last tile overlapping the one before
+        // it), 40 channels (a partial block of 16); at stride 2 in two
+        // groups of two images; the 7x7 stride-2 layer on 30x30 (rows of
+        // 15, too short) reads X in place with the channel-lane tiles.
+        (&[1, 16, 9, 37], &[40, 16, 3, 3], 1, 1, 1, 1),
+        (&[2, 8, 7, 48], &[16, 4, 3, 3], 1, 2, 1, 2),
+        (&[1, 3, 30, 30], &[64, 3, 7, 7], 3, 2, 1, 1),
+        (&[1, 3, 38, 42], &[24, 3, 7, 7], 3, 2, 1, 1),
     ];
     let paths = lane_paths_here();
     assert!(!paths.is_empty() || !Isa::Avx2.supported());
@@ -1422,11 +1431,14 @@ fn channel_lane_kernels_accumulate_in_their_contract_order() {
                 _ => assert!(!plan.reads_input && plan.has_edge_columns(), "case {i}"),
             }
         }
-        if i == 16 {
+        if i == 16 || i == 19 {
             let plan = direct_lanes::plan_for(&g, &direct::Layout::new(&g), Isa::Avx512, true);
             let masked = (0..plan.len()).filter(|&t| plan.tile_mask(t) != 0).count();
             assert!(plan.reads_input && masked >= 20, "case {i}: {masked}");
         }
+        // Which shapes the row tiles take (on AVX-512, finite weights).
+        let rows = direct_rows::tiles_for(&g, Isa::Avx512, true).is_some();
+        assert_eq!(rows, [16, 17, 18, 20].contains(&i), "case {i}: row tiles");
         if i == 15 {
             // Classes reading X, whose interior runs every tap.
             let plan = direct_lanes::plan_for(&g, &direct::Layout::new(&g), Isa::Avx2, true);

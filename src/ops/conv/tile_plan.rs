@@ -164,7 +164,7 @@ pub(super) fn long_reduction(g: &Geometry) -> bool {
 
 /// Along one axis, the runs of output indices `o0..o1` that read taps
 /// `lo..hi` inside the input.
-fn axis_runs(g: &Geometry, a: usize) -> Vec<(usize, usize, usize, usize)> {
+pub(super) fn axis_runs(g: &Geometry, a: usize) -> Vec<(usize, usize, usize, usize)> {
     let (s, d, pb, n, k) = (
         g.strides[a],
         g.dilations[a],
