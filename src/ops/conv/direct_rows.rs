@@ -54,6 +54,10 @@ const LANES: usize = 16;
 /// padded copy, took 1.17 and 1.23 of the channel-lane kernel's time.
 const MAX_KDIM: usize = 256;
 
+/// At most one position in this many is computed twice (by a row's last
+/// tile, which ends at the row's end: [`tiles_for`]).
+const OVERLAP_SHARE: usize = 32;
+
 /// The widest kernel row an edge pattern describes.
 const MAX_KW: usize = 8;
 
@@ -126,7 +130,8 @@ fn edge_columns(g: &Geometry) -> Option<(u32, u32)> {
 /// last of a row), or None where the row tiles do not apply: AVX-512,
 /// finite weights, a 2-D Conv whose reduction is at most [`MAX_KDIM`],
 /// rows of at least 16 positions beyond those that read padding at either
-/// end, and a tile for the row ends' pattern.
+/// end and whose last tile computes few positions again
+/// ([`OVERLAP_SHARE`]), and a tile for the row ends' pattern.
 pub(super) fn tiles_for(g: &Geometry, isa: Isa, finite: bool) -> Option<RowTiles> {
     if isa != Isa::Avx512 || !finite || g.out_spatial.len() != 2 {
         return None;
@@ -150,6 +155,14 @@ pub(super) fn tiles_for(g: &Geometry, isa: Isa, finite: bool) -> Option<RowTiles
     let last_start = width - LANES;
     let middle_end = (width.div_ceil(LANES) - 1) * LANES;
     if lw > last_start.min(LANES) || middle_end > width - rw {
+        return None;
+    }
+    // The positions the last tile computes again must be few: where the
+    // width is not a multiple of 16 they cost what the tiles save (C16
+    // 56x56 3x3, a last tile of 8 new positions: 1.095 of the
+    // channel-lane kernel's time; the 7x7 stride-2 layer on 230x230,
+    // rows of 115: 1.08; at widths of 64 and 112 0.81-0.92, Zen 4).
+    if width.div_ceil(LANES) * LANES - width > width / OVERLAP_SHARE {
         return None;
     }
     EDGES
