@@ -336,15 +336,7 @@ pub(super) fn conv_direct_lanes(
     let shifts: Vec<usize> = (0..cg)
         .flat_map(|c| plan.tap_shifts.iter().map(move |&t| c * chan + t))
         .collect();
-    // Each group's biases padded to whole blocks.
-    let biases: Vec<f32> = (0..g.group)
-        .flat_map(|gi| {
-            (0..blocks * BLOCK).map(move |oc| match bias {
-                Some(b) if oc < mg => b[gi * mg + oc],
-                _ => 0.0,
-            })
-        })
-        .collect();
+    let biases = padded_biases(g, bias);
     let yp = SendPtr(y.as_mut_ptr() as *mut f32);
     // Tiles cut from classes read X (no tap of theirs reads padding); so do
     // tiles in order where the phase-split copy would be the image itself
@@ -546,6 +538,21 @@ pub(super) fn conv_direct_lanes(
     if !unpadded {
         super::direct::keep_buffer(buf);
     }
+}
+
+/// Each group's biases (zeros without), padded with zeros to whole
+/// blocks of BLOCK channels.
+pub(super) fn padded_biases(g: &Geometry, bias: Option<&[f32]>) -> Vec<f32> {
+    let mg = g.out_channels / g.group;
+    let blocks = mg.div_ceil(BLOCK);
+    (0..g.group)
+        .flat_map(|gi| {
+            (0..blocks * BLOCK).map(move |oc| match bias {
+                Some(b) if oc < mg => b[gi * mg + oc],
+                _ => 0.0,
+            })
+        })
+        .collect()
 }
 
 /// What a tile reduces over: for each channel of `channels`, each of

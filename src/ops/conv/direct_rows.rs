@@ -239,15 +239,7 @@ pub(super) fn conv_rows(
     for (o0, o1, lo, hi) in axis_runs(g, 0) {
         row_taps[o0..o1].fill((lo, hi));
     }
-    // Each group's biases padded to whole blocks.
-    let biases: Vec<f32> = (0..g.group)
-        .flat_map(|gi| {
-            (0..blocks * BLOCK).map(move |oc| match bias {
-                Some(b) if oc < mg => b[gi * mg + oc],
-                _ => 0.0,
-            })
-        })
-        .collect();
+    let biases = super::direct_lanes::padded_biases(g, bias);
     let starts: Vec<usize> = (0..ow.div_ceil(LANES))
         .map(|s| (s * LANES).min(ow - LANES))
         .collect();

@@ -290,23 +290,8 @@ impl TilePlan {
             row_major_strides(&g.out_spatial),
             row_major_strides(&g.in_spatial),
         );
-        let tap_shifts = shifts_in_x(g);
         let os = g.out_size();
-        let mut plan = TilePlan {
-            classes: Vec::with_capacity(count),
-            tap_shifts,
-            reads_input: true,
-            tiles: Vec::with_capacity(os.div_ceil(per_tile) + count),
-            outputs: Vec::with_capacity(os + per_tile * count),
-            bases: Vec::with_capacity(os + per_tile * count),
-            os,
-            in_order_tiles: None,
-            first_axis_tiles: Vec::new(),
-            edge_by_column: Vec::new(),
-            tile_masks: Vec::new(),
-            grid: Vec::new(),
-            per_tile,
-        };
+        let mut plan = Self::listed_in_x(g, per_tile, count);
         let mut steps = 0;
         let mut pick = vec![0usize; d];
         for _ in 0..count {
@@ -412,22 +397,8 @@ impl TilePlan {
             row_major_strides(&g.out_spatial),
             row_major_strides(&g.in_spatial),
         );
-        let os = g.out_size();
-        let mut plan = TilePlan {
-            classes: Vec::with_capacity(count),
-            tap_shifts: shifts_in_x(g),
-            reads_input: true,
-            tiles: Vec::with_capacity(os.div_ceil(per_tile) + count),
-            outputs: Vec::with_capacity(os + per_tile * count),
-            bases: Vec::with_capacity(os + per_tile * count),
-            os,
-            in_order_tiles: None,
-            first_axis_tiles: Vec::new(),
-            edge_by_column: Vec::new(),
-            tile_masks: Vec::with_capacity(os.div_ceil(per_tile) + count),
-            grid: Vec::new(),
-            per_tile,
-        };
+        let mut plan = Self::listed_in_x(g, per_tile, count);
+        plan.tile_masks = Vec::with_capacity(plan.tiles.capacity());
         let mut pick = vec![0usize; last];
         for _ in 0..count {
             let boxed: Vec<_> = (0..last).map(|a| runs[a][pick[a]]).collect();
@@ -514,6 +485,27 @@ impl TilePlan {
             plan.sort_by_first_output();
         }
         Some(plan)
+    }
+
+    /// An empty plan of listed tiles reading X, with room for `count`
+    /// classes' tiles (each class ends in at most one short tile).
+    fn listed_in_x(g: &Geometry, per_tile: usize, count: usize) -> Self {
+        let os = g.out_size();
+        TilePlan {
+            classes: Vec::with_capacity(count),
+            tap_shifts: shifts_in_x(g),
+            reads_input: true,
+            tiles: Vec::with_capacity(os.div_ceil(per_tile) + count),
+            outputs: Vec::with_capacity(os + per_tile * count),
+            bases: Vec::with_capacity(os + per_tile * count),
+            os,
+            in_order_tiles: None,
+            first_axis_tiles: Vec::new(),
+            edge_by_column: Vec::new(),
+            tile_masks: Vec::new(),
+            grid: Vec::new(),
+            per_tile,
+        }
     }
 
     /// Puts the tiles in the order of their first output position, so
