@@ -224,8 +224,8 @@ pub(super) fn conv_rows(
     y: &mut [MaybeUninit<f32>],
     tiles: RowTiles,
 ) {
-    let tiles = tiles.0;
     use super::direct_lanes::BLOCK;
+    let tiles = tiles.0;
     let (cg, mg) = (g.in_channels / g.group, g.out_channels / g.group);
     let ntaps = g.kernel_size();
     let blocks = mg.div_ceil(BLOCK);
@@ -327,10 +327,12 @@ unsafe fn tile<const KW: usize, const SW: usize, const LEFT: u32, const RIGHT: u
     let mut acc = [_mm512_loadu_ps(t.bias); LANES];
     for c in 0..t.channels_in {
         let xc = t.x.wrapping_add(c * t.chan);
-        let wc = t.w.add(c * t.ntaps * BLOCK);
+        // Wrapping: for an output row whose kernel rows all read padding
+        // the tile runs no step, and these may point past the weights.
+        let wc = t.w.wrapping_add(c * t.ntaps * BLOCK);
         for kh in 0..t.rows {
             let xr = xc.wrapping_add(kh * t.row_step);
-            let wr = wc.add(kh * KW * BLOCK);
+            let wr = wc.wrapping_add(kh * KW * BLOCK);
             // Column `$c` (a constant) of the kernel row.
             macro_rules! column {
                 ($c:literal) => {
