@@ -51,7 +51,8 @@
 //! padding with which column of taps ([`TilePlan::edge_mask_at`]): with
 //! finite weights the AVX-512 kernel runs such a tile without those
 //! products where it has a tile for the pattern (`direct_lanes.rs`: a
-//! 3-wide kernel over a padding of one): 1.2% of C64 56x56's
+//! 3-wide kernel over a padding of one, the 7x7 stride-2 layer's kernel
+//! over a padding of 3): 1.2% of C64 56x56's
 //! multiply-adds (0.990 and 0.992 of the time in two sets of 60 rounds
 //! after pauses on one thread, 1.001 on two, Zen 4 of 2026-12-07).
 //!
