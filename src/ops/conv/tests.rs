@@ -1619,3 +1619,58 @@ fn row_tiles_take_the_shapes_they_pay_for() {
     assert!(direct_rows::tiles_for(&g, Isa::Avx2, true).is_none());
     assert!(direct_rows::tiles_for(&g, Isa::Avx512, false).is_none());
 }
+
+/// Random shapes in the row tiles' and the plans in place's domain (the
+/// 7x7 stride-2 kernel over a padding of 3 on even widths, 3x3 over a
+/// padding of one at strides 1 and 2; few input channels; any output
+/// channels, groups and images, with and without biases), met against
+/// the f64 reference within the rounding bound on every channel-lane
+/// path here. Each draw is checked to take the kernel it was drawn for.
+#[test]
+fn row_tiles_and_plans_in_place_meet_the_rounding_bound() {
+    let mut r = Rng::new(0x853C49E6748FEA9B);
+    let paths = lane_paths_here();
+    let (mut rows, mut in_place) = (0, 0);
+    for case in 0..24 {
+        let pick = |r: &mut Rng, m: usize| r.below(m as u64) as usize;
+        let (k, stride, pad) = [(7, 2, 3), (3, 1, 1), (3, 2, 1)][case % 3];
+        let group = 1 + pick(&mut r, 2);
+        let cg = 1 + pick(&mut r, if k == 7 { 4 } else { 12 });
+        let mg = 1 + pick(&mut r, 70);
+        // Output rows of 32 or 64 (row tiles) or 9-15 (in place only);
+        // even input widths, as the 7x7 layer's patterns need.
+        let out_w = match case % 2 {
+            0 => [32, 64][pick(&mut r, 2)],
+            _ => 9 + pick(&mut r, 7),
+        };
+        let in_w = match stride {
+            1 => out_w,
+            _ => 2 * out_w,
+        };
+        let in_h = 4 + pick(&mut r, 12);
+        let batch = 1 + pick(&mut r, 2);
+        let attrs = ConvAttrs {
+            pads: Some(vec![pad; 4]),
+            strides: Some(vec![stride; 2]),
+            group: group as i64,
+            ..Default::default()
+        };
+        let x = [batch, cg * group, in_h, in_w];
+        let w = [mg * group, cg, k, k];
+        let g = geometry(&attrs, &x, &w, None).unwrap();
+        let takes_rows = direct_rows::tiles_for(&g, Isa::Avx512, true).is_some();
+        let plan = direct_lanes::plan_for(&g, &direct::Layout::new(&g), Isa::Avx512, true);
+        assert_eq!(takes_rows, case % 2 == 0, "case {case}: row tiles ({g:?})");
+        rows += usize::from(takes_rows);
+        in_place += usize::from(!takes_rows && plan.has_tile_masks());
+        let inputs = random_inputs(&g, &mut r);
+        for &path in &paths {
+            let what = format!("case {case}");
+            check_against_reference(&what, &g, &inputs, TILE_BYTES, path, case % 4 < 2);
+        }
+    }
+    assert!(
+        rows == 12 && in_place >= 6,
+        "{rows} on row tiles, {in_place} in place"
+    );
+}
