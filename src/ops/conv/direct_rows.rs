@@ -36,7 +36,7 @@
 //! runs every product over the padded copy.
 
 use super::packing::LaneWeights;
-use super::tile_plan::axis_runs;
+use super::tile_plan::{axis_runs, padded_columns};
 use super::{Geometry, Isa, SendPtr};
 use std::mem::MaybeUninit;
 
@@ -109,18 +109,18 @@ fn edge_columns(g: &Geometry) -> Option<(u32, u32)> {
         return None;
     }
     let (mut left, mut right) = (0u32, 0u32);
-    for (o0, o1, lo, hi) in axis_runs(g, last) {
-        let outside = (0..kw)
-            .filter(|c| !(lo..hi).contains(c))
-            .fold(0u32, |m, c| m | 1 << c);
-        for o in (o0..o1).filter(|_| outside != 0) {
-            if o < EDGE_POSITIONS {
-                left |= outside << (8 * o);
-            } else if o >= width - EDGE_POSITIONS {
-                right |= outside << (8 * (width - 1 - o));
-            } else {
-                return None;
-            }
+    for (o, &columns) in padded_columns(g).iter().enumerate() {
+        // At most MAX_KW (8) bits: a byte.
+        let outside = columns as u32;
+        if outside == 0 {
+            continue;
+        }
+        if o < EDGE_POSITIONS {
+            left |= outside << (8 * o);
+        } else if o >= width - EDGE_POSITIONS {
+            right |= outside << (8 * (width - 1 - o));
+        } else {
+            return None;
         }
     }
     Some((left, right))

@@ -163,6 +163,22 @@ pub(super) fn long_reduction(g: &Geometry) -> bool {
     g.in_channels / g.group * g.kernel_size() >= from
 }
 
+/// For each output index along the last axis, the kernel columns (bit
+/// `c` for the kernel's index `c` along that axis) it reads in the
+/// padding. For kernels up to 64 wide (the callers' masks hold fewer).
+pub(super) fn padded_columns(g: &Geometry) -> Vec<u64> {
+    let Some(last) = g.out_spatial.len().checked_sub(1) else {
+        return Vec::new();
+    };
+    let kw = g.kernel[last].min(64);
+    let mut columns = vec![0u64; g.out_spatial[last]];
+    for (o0, o1, lo, hi) in axis_runs(g, last) {
+        let outside = (0..kw).filter(|c| !(lo..hi).contains(c));
+        columns[o0..o1].fill(outside.fold(0u64, |m, c| m | 1 << c));
+    }
+    columns
+}
+
 /// Along one axis, the runs of output indices `o0..o1` that read taps
 /// `lo..hi` inside the input.
 pub(super) fn axis_runs(g: &Geometry, a: usize) -> Vec<(usize, usize, usize, usize)> {
@@ -388,12 +404,7 @@ impl TilePlan {
         if count > MAX_CLASSES || width == 0 {
             return None;
         }
-        // Each output column's kernel columns that read padding.
-        let mut skips = vec![0u64; width];
-        for (o0, o1, lo, hi) in axis_runs(g, last) {
-            let outside = (0..kw).filter(|c| !(lo..hi).contains(c));
-            skips[o0..o1].fill(outside.fold(0u64, |m, c| m | 1 << c));
-        }
+        let skips = padded_columns(g);
         let (out_stride, in_stride) = (
             row_major_strides(&g.out_spatial),
             row_major_strides(&g.in_spatial),
@@ -780,13 +791,7 @@ fn edge_masks(g: &Geometry, per_tile: usize) -> Vec<u64> {
     if w == 0 || k * per_tile > 64 {
         return Vec::new();
     }
-    // Each output column's kernel columns that read padding.
-    let mut skips = vec![0u64; w];
-    for (o0, o1, lo, hi) in axis_runs(g, d - 1) {
-        let outside = (0..k).filter(|c| !(lo..hi).contains(c));
-        let bits = outside.fold(0u64, |m, c| m | 1 << c);
-        skips[o0..o1].fill(bits);
-    }
+    let skips = padded_columns(g);
     if skips.iter().all(|&m| m == 0) {
         return Vec::new();
     }
