@@ -19,11 +19,12 @@
 //! (`tile_plan.rs`): for long reductions with finite weights, tiles cut
 //! from boxes of positions that read the same taps inside the input, each
 //! running those taps only, straight from X (the border positions skip the
-//! padding's products); for shorter ones with finite weights on AVX-512,
-//! where its edge tiles cover the border columns' patterns, tiles of
-//! consecutive positions within runs of rows, straight from X, each
-//! position's reads of the padding left out by its tile's mask
-//! (`tile512_cols`); otherwise tiles of consecutive positions over the
+//! padding's products); for shorter ones with finite weights, where the
+//! edge tiles cover the border columns' patterns (on AVX-512
+//! `tile512_cols`; on AVX2 a 3 x 3 kernel over a padding of one, forms of
+//! its unrolled blocks, [`EDGE_MASKS_AVX2`]), tiles of consecutive
+//! positions within runs of rows, straight from X, each position's reads
+//! of the padding left out by its tile's mask; otherwise tiles of consecutive positions over the
 //! same zero-padded, stride-phase-split copy of the input as `direct.rs`
 //! (`direct::Layout`), each running every tap. With AVX2, runs of full
 //! tiles that run every tap, or whose taps are a block of a unit-stride
@@ -31,7 +32,8 @@
 //! call, each tile one block of inline assembly, the blocks of a 3 x 3
 //! kernel unrolled per input channel, without the loop's shift read and
 //! branch per step ([`TapForm`], `tile_run256`): the same steps in the
-//! same order.
+//! same order; a masked tile of a plan in place is a call of its own, its
+//! block without the masked positions' steps of the masked columns.
 //!
 //! Numerical contract: each output is its bias, then the products of its
 //! (input channel, tap) pairs accumulated in that order in f32 with FMA
@@ -436,16 +438,31 @@ pub(super) fn conv_direct_lanes(
                                 // whose steps run as assembly (an unrolled
                                 // form, or every tap of the kernel) is one
                                 // call; any other tile a call of its own.
+                                // With AVX2 a tile of a plan in place
+                                // whose mask names columns of taps to
+                                // leave out is a run of its own, its
+                                // block's edge form (`EDGE_MASKS_AVX2`).
                                 let run = isa != Isa::Avx512
                                     && real == positions
                                     && !part.is_empty()
                                     && (form != TapForm::Steps
                                         || plan.classes[class_index].len() == ntaps);
-                                let end = match run {
-                                    true => (t + 1..group_tiles)
-                                        .find(|&e| plan.tile(g0 + e) != (class_index, positions))
+                                let mask = match isa != Isa::Avx512 && tile_masks {
+                                    true => plan.tile_mask(g0 + t),
+                                    false => 0,
+                                };
+                                assert!(
+                                    mask == 0 || run,
+                                    "an AVX2 tile with the mask {mask:#x} and no edge form"
+                                );
+                                let end = match (run, mask) {
+                                    (true, 0) => (t + 1..group_tiles)
+                                        .find(|&e| {
+                                            plan.tile(g0 + e) != (class_index, positions)
+                                                || (tile_masks && plan.tile_mask(g0 + e) != 0)
+                                        })
                                         .unwrap_or(group_tiles),
-                                    false => t + 1,
+                                    _ => t + 1,
                                 };
                                 let r = Reduction {
                                     x: xg,
@@ -479,7 +496,7 @@ pub(super) fn conv_direct_lanes(
                                     let sums = sums.add(t * positions * BLOCK + c0);
                                     if run {
                                         let share = asking.then_some((t, group_tiles, channels));
-                                        tile_run256(&r, bias, sums, &asks, share);
+                                        tile_run256(&r, bias, sums, &asks, share, mask);
                                     } else {
                                         let ask = Asks {
                                             channels: match asking {
@@ -581,12 +598,40 @@ struct Reduction<'a> {
 pub(super) fn plan_for(g: &Geometry, layout: &Layout, isa: Isa, finite: bool) -> TilePlan {
     let kw = g.kernel.last().copied().unwrap_or(0);
     let has_tile = |mask: u64| has_edge_tile(kw, mask);
+    let has_tile256 = |mask: u64| EDGE_MASKS_AVX2.contains(&mask);
     let edge_tiles: Option<&dyn Fn(u64) -> bool> = match isa {
         Isa::Avx512 if edge_tiles_apply(kw, layout.taps.len()) => Some(&has_tile),
+        // The AVX2 edge tiles are forms of the unrolled 3 x 3 blocks.
+        _ if g.kernel == [3, 3] && g.dilations == [1, 1] => Some(&has_tile256),
         _ => None,
     };
-    TilePlan::new(g, layout, positions(isa), finite, edge_tiles)
+    let plan = TilePlan::new(g, layout, positions(isa), finite, edge_tiles);
+    // An AVX2 plan in place runs its masked tiles as blocks of whole
+    // kernel rows (2 or 3 x 3): with any other class (an output of one
+    // row, whose class has one kernel row), the copy.
+    let blocks = |plan: &TilePlan| {
+        plan.classes.iter().all(|c| {
+            c.is_empty()
+                || matches!(
+                    TapForm::of(c, layout.taps.len()),
+                    TapForm::Block { cols: 3, .. }
+                )
+        })
+    };
+    if isa != Isa::Avx512 && plan.has_tile_masks() && !blocks(&plan) {
+        return TilePlan::in_order(g, layout, positions(isa), finite);
+    }
+    plan
 }
+
+/// The edge masks the AVX2 tile has a form for (`tile_run256`): a 3 x 3
+/// kernel over a padding of one, where its tile of 3 positions holds a
+/// row's first column at position 0, 1 or 2 (with the previous row's
+/// last column before it: bit `3c + i` for position `i` leaving out
+/// kernel column `c`), or the row's last column at position 2; and at
+/// stride 2 on an even width, whose last column reads no padding, the
+/// first column alone at position 1 or 2.
+pub(super) const EDGE_MASKS_AVX2: [u64; 6] = [0x001, 0x042, 0x084, 0x100, 0x002, 0x004];
 
 /// Where item `i` of `items` starts in `0..total` (`i == items`: the end):
 /// item sizes fall linearly from the first to the last, so that the items
@@ -1129,41 +1174,64 @@ impl TapForm {
 #[cfg(target_arch = "x86_64")]
 macro_rules! asm_step {
     ($at:expr, $w:expr) => {
+        asm_step!($at, $w, y y y)
+    };
+    // Positions marked `n` leave the step out: no broadcast, no FMAs (an
+    // edge tile's column that reads padding for them, `tile_run256`).
+    ($at:expr, $w:expr, $p0:ident $p1:ident $p2:ident) => {
         concat!(
-            "vbroadcastss ymm13, dword ptr [{x0}",
-            $at,
-            "]\n",
-            "vbroadcastss ymm14, dword ptr [{x1}",
-            $at,
-            "]\n",
-            "vbroadcastss ymm15, dword ptr [{x2}",
-            $at,
-            "]\n",
+            asm_broadcast!($p0, "ymm13", "{x0}", $at),
+            asm_broadcast!($p1, "ymm14", "{x1}", $at),
+            asm_broadcast!($p2, "ymm15", "{x2}", $at),
             "vmovups ymm12, ymmword ptr [{w} + ",
             $w,
             "]\n",
-            "vfmadd231ps ymm0, ymm12, ymm13\n",
-            "vfmadd231ps ymm4, ymm12, ymm14\n",
-            "vfmadd231ps ymm8, ymm12, ymm15\n",
+            asm_fma!($p0, "ymm0", "ymm13"),
+            asm_fma!($p1, "ymm4", "ymm14"),
+            asm_fma!($p2, "ymm8", "ymm15"),
             "vmovups ymm12, ymmword ptr [{w} + ",
             $w,
             " + 32]\n",
-            "vfmadd231ps ymm1, ymm12, ymm13\n",
-            "vfmadd231ps ymm5, ymm12, ymm14\n",
-            "vfmadd231ps ymm9, ymm12, ymm15\n",
+            asm_fma!($p0, "ymm1", "ymm13"),
+            asm_fma!($p1, "ymm5", "ymm14"),
+            asm_fma!($p2, "ymm9", "ymm15"),
             "vmovups ymm12, ymmword ptr [{w} + ",
             $w,
             " + 64]\n",
-            "vfmadd231ps ymm2, ymm12, ymm13\n",
-            "vfmadd231ps ymm6, ymm12, ymm14\n",
-            "vfmadd231ps ymm10, ymm12, ymm15\n",
+            asm_fma!($p0, "ymm2", "ymm13"),
+            asm_fma!($p1, "ymm6", "ymm14"),
+            asm_fma!($p2, "ymm10", "ymm15"),
             "vmovups ymm12, ymmword ptr [{w} + ",
             $w,
             " + 96]\n",
-            "vfmadd231ps ymm3, ymm12, ymm13\n",
-            "vfmadd231ps ymm7, ymm12, ymm14\n",
-            "vfmadd231ps ymm11, ymm12, ymm15\n",
+            asm_fma!($p0, "ymm3", "ymm13"),
+            asm_fma!($p1, "ymm7", "ymm14"),
+            asm_fma!($p2, "ymm11", "ymm15"),
         )
+    };
+}
+
+/// [`asm_step!`]'s broadcast of one position's input (`y`), or nothing
+/// (`n`).
+#[cfg(target_arch = "x86_64")]
+macro_rules! asm_broadcast {
+    (y, $r:literal, $x:literal, $at:expr) => {
+        concat!("vbroadcastss ", $r, ", dword ptr [", $x, $at, "]\n")
+    };
+    (n, $r:literal, $x:literal, $at:expr) => {
+        ""
+    };
+}
+
+/// [`asm_step!`]'s FMA of the weight vector in ymm12 into one position's
+/// sums (`y`), or nothing (`n`).
+#[cfg(target_arch = "x86_64")]
+macro_rules! asm_fma {
+    (y, $acc:literal, $b:literal) => {
+        concat!("vfmadd231ps ", $acc, ", ymm12, ", $b, "\n")
+    };
+    (n, $acc:literal, $b:literal) => {
+        ""
     };
 }
 
@@ -1182,6 +1250,14 @@ macro_rules! asm_row {
         concat!(
             asm_step!($row, $w),
             asm_step!(concat!($row, " + 4"), concat!($w, " + 128")),
+        )
+    };
+    // 3 taps whose positions marked `n` leave them out, per column.
+    (3, $row:expr, $w:expr, [$($c0:ident)*] [$($c1:ident)*] [$($c2:ident)*]) => {
+        concat!(
+            asm_step!($row, $w, $($c0)*),
+            asm_step!(concat!($row, " + 4"), concat!($w, " + 128"), $($c1)*),
+            asm_step!(concat!($row, " + 8"), concat!($w, " + 256"), $($c2)*),
         )
     };
 }
@@ -1230,6 +1306,7 @@ unsafe fn tile_run256(
     sums: *mut f32,
     asks: &Asks,
     share: Option<(usize, usize, usize)>,
+    mask: u64,
 ) {
     use std::arch::x86_64::*;
     const SPAN: usize = VECS_AVX2 * 8;
@@ -1309,6 +1386,7 @@ unsafe fn tile_run256(
             cols,
         } = r.form
         else {
+            assert_eq!(mask, 0, "an AVX2 edge tile without an unrolled form");
             // Any taps of a flat reduction: one turn per step, its shift
             // read from `{sp}` (`sub -128`: a byte's immediate, where
             // `add 128` takes four).
@@ -1357,19 +1435,49 @@ unsafe fn tile_run256(
                 )
             };
         }
-        match (rows, cols) {
-            (3, 3) => block!(
+        // A block of 3 or 2 whole kernel rows whose columns leave out the
+        // positions marked `n` (an edge tile's mask, `EDGE_MASKS_AVX2`).
+        macro_rules! masked {
+            (3, $($columns:tt)*) => {
+                block!(
+                    asm_row!(3, "", "0", $($columns)*),
+                    asm_row!(3, " + {r1}", "384", $($columns)*),
+                    asm_row!(3, " + {r1}*2", "768", $($columns)*),
+                )
+            };
+            (2, $($columns:tt)*) => {
+                block!(
+                    asm_row!(3, "", "0", $($columns)*),
+                    asm_row!(3, " + {r1}", "384", $($columns)*),
+                )
+            };
+        }
+        match (rows, cols, mask) {
+            (3, 3, 0) => block!(
                 asm_row!(3, "", "0"),
                 asm_row!(3, " + {r1}", "384"),
                 asm_row!(3, " + {r1}*2", "768"),
             ),
-            (2, 3) => block!(asm_row!(3, "", "0"), asm_row!(3, " + {r1}", "384")),
-            (3, 2) => block!(
+            (2, 3, 0) => block!(asm_row!(3, "", "0"), asm_row!(3, " + {r1}", "384")),
+            (3, 2, 0) => block!(
                 asm_row!(2, "", "0"),
                 asm_row!(2, " + {r1}", "384"),
                 asm_row!(2, " + {r1}*2", "768"),
             ),
-            _ => unreachable!("no block of {rows} x {cols}"),
+            // Bit `3c + i`: position `i` leaves out kernel column `c`.
+            (3, 3, 0x001) => masked!(3, [n y y] [y y y] [y y y]),
+            (2, 3, 0x001) => masked!(2, [n y y] [y y y] [y y y]),
+            (3, 3, 0x042) => masked!(3, [y n y] [y y y] [n y y]),
+            (2, 3, 0x042) => masked!(2, [y n y] [y y y] [n y y]),
+            (3, 3, 0x084) => masked!(3, [y y n] [y y y] [y n y]),
+            (2, 3, 0x084) => masked!(2, [y y n] [y y y] [y n y]),
+            (3, 3, 0x100) => masked!(3, [y y y] [y y y] [y y n]),
+            (2, 3, 0x100) => masked!(2, [y y y] [y y y] [y y n]),
+            (3, 3, 0x002) => masked!(3, [y n y] [y y y] [y y y]),
+            (2, 3, 0x002) => masked!(2, [y n y] [y y y] [y y y]),
+            (3, 3, 0x004) => masked!(3, [y y n] [y y y] [y y y]),
+            (2, 3, 0x004) => masked!(2, [y y n] [y y y] [y y y]),
+            _ => unreachable!("no block of {rows} x {cols} for the mask {mask:#x}"),
         }
     }
     // The ymm registers are only the assembly's clobbers, so LLVM does not
@@ -1665,6 +1773,7 @@ unsafe fn tile_run256(
     _: *mut f32,
     _: &Asks,
     _: Option<(usize, usize, usize)>,
+    _: u64,
 ) {
     unreachable!("the channel-lane kernel is only chosen on x86-64")
 }

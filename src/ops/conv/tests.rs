@@ -1480,13 +1480,14 @@ fn channel_lane_kernels_accumulate_in_their_contract_order() {
 }
 
 /// Which shapes' tiles take the unrolled form of the AVX2 tile: blocks of
-/// a 3 x 3 kernel at unit stride (the whole kernel over the padded copy;
-/// in a plan reading X the interior's and the edges'); not the corners,
-/// strided or dilated 3 x 3 kernels, nor other kernels.
+/// a 3 x 3 kernel, over the padded copy at unit stride (the whole kernel,
+/// and the first and last output rows' 2 x 3), in X at any stride (the
+/// interior's and the edges', in plans of classes and plans in place);
+/// not the corners, dilated 3 x 3 kernels, nor other kernels.
 #[test]
 fn unrolled_tap_forms_fit_the_shapes_they_are_for() {
     use direct_lanes::TapForm;
-    let form = |x: &[usize], w: &[usize], pad: i64, stride: i64, dilation: i64| {
+    let form = |x: &[usize], w: &[usize], pad: i64, stride: i64, dilation: i64, finite: bool| {
         let attrs = ConvAttrs {
             pads: Some(vec![pad; 4]),
             strides: Some(vec![stride; 2]),
@@ -1494,7 +1495,7 @@ fn unrolled_tap_forms_fit_the_shapes_they_are_for() {
             ..Default::default()
         };
         let g = geometry(&attrs, x, w, None).unwrap();
-        let plan = direct_lanes::plan_for(&g, &direct::Layout::new(&g), Isa::Avx2, true);
+        let plan = direct_lanes::plan_for(&g, &direct::Layout::new(&g), Isa::Avx2, finite);
         let forms: Vec<TapForm> = plan
             .classes
             .iter()
@@ -1502,37 +1503,46 @@ fn unrolled_tap_forms_fit_the_shapes_they_are_for() {
             .collect();
         (plan.reads_input, forms)
     };
-    let (reads_x, forms) = form(&[1, 64, 56, 56], &[64, 64, 3, 3], 1, 1, 1);
+    let block = |first, tap0, row, rows| TapForm::Block {
+        first,
+        tap0,
+        row,
+        rows,
+        cols: 3,
+    };
+    // With finite weights C64 56x56 reads X in place, its edge tiles
+    // forms of these blocks: the first output row reads kernel rows 1-2
+    // only (a 2 x 3 block one input row down), the interior all three,
+    // the last rows 0-1.
+    let (reads_x, forms) = form(&[1, 64, 56, 56], &[64, 64, 3, 3], 1, 1, 1, true);
+    assert!(reads_x);
+    assert_eq!(
+        forms,
+        [block(56, 3, 56, 2), block(0, 0, 56, 3), block(0, 0, 56, 2)]
+    );
+    // With a weight that is not finite, every tap over the padded copy
+    // (rows of 58).
+    let (reads_x, forms) = form(&[1, 64, 56, 56], &[64, 64, 3, 3], 1, 1, 1, false);
     assert!(!reads_x);
-    let whole = TapForm::Block {
-        first: 0,
-        tap0: 0,
-        row: 58,
-        rows: 3,
-        cols: 3,
-    };
-    // The first output row reads kernel rows 1-2 only, the last rows 0-1:
-    // their tiles run a 2 x 3 block over the padded copy.
-    let top = TapForm::Block {
-        first: 58,
-        tap0: 3,
-        row: 58,
-        rows: 2,
-        cols: 3,
-    };
-    let bottom = TapForm::Block {
-        first: 0,
-        tap0: 0,
-        row: 58,
-        rows: 2,
-        cols: 3,
-    };
-    assert_eq!(forms, [whole, top, bottom]);
-    for (w, stride, dilation) in [(3, 2, 1), (3, 1, 2), (7, 2, 1), (5, 1, 1)] {
-        let (_, forms) = form(&[1, 16, 20, 20], &[16, 16, w, w], 1, stride, dilation);
+    assert_eq!(forms, [block(0, 0, 58, 3)]);
+    // Rows of 3 (a tile whose row starts and ends in it, an edge form the
+    // AVX2 tile lacks) keep the copy, where the first and last output
+    // rows' tiles run 2 x 3 blocks too.
+    let (reads_x, forms) = form(&[1, 64, 56, 3], &[64, 64, 3, 3], 1, 1, 1, true);
+    assert!(!reads_x);
+    assert_eq!(
+        forms,
+        [block(0, 0, 5, 3), block(5, 3, 5, 2), block(0, 0, 5, 2)]
+    );
+    // At stride 2 in X, blocks too (the stride is in the positions' bases).
+    let (reads_x, forms) = form(&[1, 16, 20, 20], &[16, 16, 3, 3], 1, 2, 1, true);
+    assert!(reads_x);
+    assert_eq!(forms, [block(20, 3, 20, 2), block(0, 0, 20, 3)]);
+    for (w, stride, dilation) in [(3, 1, 2), (7, 2, 1), (5, 1, 1)] {
+        let (_, forms) = form(&[1, 16, 20, 20], &[16, 16, w, w], 1, stride, dilation, true);
         assert!(forms.iter().all(|f| *f == TapForm::Steps), "{forms:?}");
     }
-    let (reads_x, forms) = form(&[1, 256, 14, 14], &[256, 256, 3, 3], 1, 1, 1);
+    let (reads_x, forms) = form(&[1, 256, 14, 14], &[256, 256, 3, 3], 1, 1, 1, true);
     assert!(reads_x);
     // The interior and the four edges are blocks of taps; the four
     // corners, one position each, take steps.
@@ -1572,6 +1582,69 @@ fn edge_masks_are_looked_up_only_where_an_edge_tile_exists() {
     assert!(!direct_lanes::edge_tiles_apply(1, 1));
     assert!(!direct_lanes::edge_tiles_apply(8, 64));
     assert!(!direct_lanes::edge_tiles_apply(3, 8));
+}
+
+/// The AVX2 plans in place for 3 x 3 kernels over a padding of one: every
+/// edge form of the AVX2 tile (`EDGE_MASKS_AVX2`) is met by some row
+/// width and stride, each plan reads X with its masks, and the kernel's
+/// sums equal the contract's order bit for bit (an f32 FMA reference that
+/// leaves out the padding's products) on the AVX2 path.
+#[test]
+fn avx2_edge_forms_meet_the_contract_order() {
+    let mut r = Rng::new(0x3C6EF372FE94F82B);
+    let mut seen = std::collections::BTreeSet::new();
+    // X's height and width, the stride, output channels, groups.
+    let cases: [(usize, usize, i64, usize, i64); 8] = [
+        (4, 6, 1, 32, 1),
+        (5, 7, 1, 40, 1),
+        (3, 8, 1, 64, 2),
+        (6, 10, 1, 16, 1),
+        (7, 8, 2, 32, 1),
+        (6, 10, 2, 24, 1),
+        (9, 14, 2, 64, 2),
+        (2, 11, 1, 32, 1),
+    ];
+    for (i, (h, w, stride, m, group)) in cases.into_iter().enumerate() {
+        let attrs = ConvAttrs {
+            pads: Some(vec![1; 4]),
+            strides: Some(vec![stride; 2]),
+            group,
+            ..Default::default()
+        };
+        let cg = 3 + i % 4;
+        let g = geometry(
+            &attrs,
+            &[1 + i % 2, cg * group as usize, h, w],
+            &[m, cg, 3, 3],
+            None,
+        )
+        .unwrap();
+        let plan = direct_lanes::plan_for(&g, &direct::Layout::new(&g), Isa::Avx2, true);
+        assert!(plan.reads_input && plan.has_tile_masks(), "case {i}: {g:?}");
+        seen.extend(
+            (0..plan.len())
+                .map(|t| plan.tile_mask(t))
+                .filter(|&m| m != 0),
+        );
+        if !Isa::Avx2.supported() {
+            continue;
+        }
+        let narrow = |v: Vec<f64>| v.into_iter().map(|a| a as f32).collect::<Vec<_>>();
+        let [xs, ws, bs] = random_inputs(&g, &mut r).map(narrow);
+        let want = reference_with(&g, &xs, &ws, Some(&bs), |acc, x, w| x.mul_add(w, acc));
+        let path = KernelPath::LanesAvx2;
+        let got = conv_on(&g, &xs, &ws, Some(&bs), TILE_BYTES, path, Packs::default());
+        let first = (0..want.len()).find(|&k| got[k].to_bits() != want[k].to_bits());
+        assert!(
+            first.is_none(),
+            "case {i}: output {} is {} where the contract's order gives {} ({g:?})",
+            first.unwrap_or(0),
+            got[first.unwrap_or(0)],
+            want[first.unwrap_or(0)]
+        );
+    }
+    let forms: std::collections::BTreeSet<u64> = direct_lanes::EDGE_MASKS_AVX2.into();
+    assert_eq!(seen, forms, "the edge forms the cases met");
 }
 
 /// The row tiles take short 2-D reductions on AVX-512 with finite weights
