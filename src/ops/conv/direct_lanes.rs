@@ -21,19 +21,22 @@
 //! running those taps only, straight from X (the border positions skip the
 //! padding's products); for shorter ones with finite weights, where the
 //! edge tiles cover the border columns' patterns (on AVX-512
-//! `tile512_cols`; on AVX2 a 3 x 3 kernel over a padding of one, forms of
-//! its unrolled blocks, [`EDGE_MASKS_AVX2`]), tiles of consecutive
+//! `tile512_cols`; on AVX2 a 3 x 3 kernel over a padding of one and the
+//! 7x7 stride-2 layer's, forms of its unrolled blocks and rows,
+//! [`EDGE_MASKS_AVX2`]), tiles of consecutive
 //! positions within runs of rows, straight from X, each position's reads
 //! of the padding left out by its tile's mask; otherwise tiles of consecutive positions over the
 //! same zero-padded, stride-phase-split copy of the input as `direct.rs`
 //! (`direct::Layout`), each running every tap. With AVX2, runs of full
 //! tiles that run every tap, or whose taps are a block of a unit-stride
-//! 3 x 3 kernel (the whole kernel, or an edge's 2 x 3 or 3 x 2), go to one
-//! call, each tile one block of inline assembly, the blocks of a 3 x 3
-//! kernel unrolled per input channel, without the loop's shift read and
-//! branch per step ([`TapForm`], `tile_run256`): the same steps in the
-//! same order; a masked tile of a plan in place is a call of its own, its
-//! block without the masked positions' steps of the masked columns.
+//! 3 x 3 kernel (the whole kernel, or an edge's 2 x 3 or 3 x 2) or whole
+//! rows of a 7 x 7 kernel with adjacent taps, go to one call, each tile one
+//! block of inline assembly, the blocks of a 3 x 3 kernel unrolled per
+//! input channel and the 7-wide rows per kernel row, without the loop's
+//! shift read and branch per step ([`TapForm`], `tile_run256`): the same
+//! steps in the same order; a masked tile of a plan in place is a call of
+//! its own, its block without the masked positions' steps of the masked
+//! columns.
 //!
 //! Numerical contract: each output is its bias, then the products of its
 //! (input channel, tap) pairs accumulated in that order in f32 with FMA
@@ -598,23 +601,27 @@ struct Reduction<'a> {
 pub(super) fn plan_for(g: &Geometry, layout: &Layout, isa: Isa, finite: bool) -> TilePlan {
     let kw = g.kernel.last().copied().unwrap_or(0);
     let has_tile = |mask: u64| has_edge_tile(kw, mask);
-    let has_tile256 = |mask: u64| EDGE_MASKS_AVX2.contains(&mask);
+    let has_tile256 = |mask: u64| EDGE_MASKS_AVX2.contains(&(kw, mask));
     let edge_tiles: Option<&dyn Fn(u64) -> bool> = match isa {
         Isa::Avx512 if edge_tiles_apply(kw, layout.taps.len()) => Some(&has_tile),
-        // The AVX2 edge tiles are forms of the unrolled 3 x 3 blocks.
-        _ if g.kernel == [3, 3] && g.dilations == [1, 1] => Some(&has_tile256),
+        // The AVX2 edge tiles are forms of the unrolled 3 x 3 blocks and
+        // 7-wide rows.
+        _ if (g.kernel == [3, 3] || g.kernel == [7, 7]) && g.dilations == [1, 1] => {
+            Some(&has_tile256)
+        }
         _ => None,
     };
     let plan = TilePlan::new(g, layout, positions(isa), finite, edge_tiles);
     // An AVX2 plan in place runs its masked tiles as blocks of whole
-    // kernel rows (2 or 3 x 3): with any other class (an output of one
-    // row, whose class has one kernel row), the copy.
+    // kernel rows (2 or 3 x 3, or 7-wide rows): with any other class (an
+    // output of one row, whose class has one kernel row of a 3 x 3
+    // kernel), the copy.
     let blocks = |plan: &TilePlan| {
         plan.classes.iter().all(|c| {
             c.is_empty()
                 || matches!(
                     TapForm::of(c, layout.taps.len()),
-                    TapForm::Block { cols: 3, .. }
+                    TapForm::Block { cols: 3, .. } | TapForm::Rows7 { .. }
                 )
         })
     };
@@ -631,7 +638,24 @@ pub(super) fn plan_for(g: &Geometry, layout: &Layout, isa: Isa, finite: bool) ->
 /// kernel column `c`), or the row's last column at position 2; and at
 /// stride 2 on an even width, whose last column reads no padding, the
 /// first column alone at position 1 or 2.
-pub(super) const EDGE_MASKS_AVX2: [u64; 6] = [0x001, 0x042, 0x084, 0x100, 0x002, 0x004];
+///
+/// For the 7x7 stride-2 layer over a padding of 3 on an even width
+/// (`Rows7`), whose row's first column leaves out kernel columns 0-2, its
+/// second column 0 and its last 5 and 6: the first column at position 0,
+/// 1 or 2, the second alone at position 0, the last alone at position 2.
+pub(super) const EDGE_MASKS_AVX2: [(usize, u64); 11] = [
+    (3, 0x001),
+    (3, 0x042),
+    (3, 0x084),
+    (3, 0x100),
+    (3, 0x002),
+    (3, 0x004),
+    (7, 0x1),
+    (7, 0x4b),
+    (7, 0x48096),
+    (7, 0x90124),
+    (7, 0x120000),
+];
 
 /// Where item `i` of `items` starts in `0..total` (`i == items`: the end):
 /// item sizes fall linearly from the first to the last, so that the items
@@ -1130,11 +1154,40 @@ pub(super) enum TapForm {
         rows: usize,
         cols: usize,
     },
+    /// Whole rows of a 7 x 7 kernel, `rows` of them in order, each row's
+    /// taps adjacent (no dilation, in X, or over a copy at unit stride):
+    /// the first tap's shift and index, and the distance between kernel
+    /// rows.
+    Rows7 {
+        first: usize,
+        tap0: usize,
+        row: usize,
+        rows: usize,
+    },
 }
 
 impl TapForm {
     /// The form of `taps` (shift, index) of a kernel of `ntaps`.
     pub(super) fn of(taps: &[(usize, usize)], ntaps: usize) -> TapForm {
+        if ntaps == 49 && !taps.is_empty() && taps.len().is_multiple_of(7) {
+            let (first, tap0) = taps[0];
+            let row = taps.get(7).map_or(Some(0), |t| t.0.checked_sub(first));
+            let fits = |row: usize| {
+                taps.iter().enumerate().all(|(k, &(shift, t))| {
+                    let (dy, dx) = (k / 7, k % 7);
+                    t == tap0 + dy * 7 + dx && shift == first + dy * row + dx
+                })
+            };
+            return match row {
+                Some(row) if tap0.is_multiple_of(7) && fits(row) => TapForm::Rows7 {
+                    first,
+                    tap0,
+                    row,
+                    rows: taps.len() / 7,
+                },
+                _ => TapForm::Steps,
+            };
+        }
         // A corner's 2 x 2 block is one position's: a short tile.
         let (rows, cols) = match taps.len() {
             9 => (3, 3),
@@ -1377,6 +1430,83 @@ unsafe fn tile_run256(
                     options(nostack),
                 )
             };
+        }
+        if let TapForm::Rows7 {
+            first,
+            tap0,
+            row,
+            rows,
+        } = r.form
+        {
+            // A turn per channel, an inner turn per kernel row of 7 taps
+            // at constant offsets from each position's pointer; the
+            // pointers step `{c}[1]` bytes a row and `{c}[2]` more a
+            // channel, the weights 7 steps a row and `{c}[3]` bytes more a
+            // channel (the kernel rows the class leaves out). Wrapping, as
+            // the blocks' bases (below).
+            let x = r.x.wrapping_add(r.channels.start * r.chan + first);
+            let c: [usize; 4] = [
+                rows,
+                row * 4,
+                (r.chan * 4).wrapping_sub(rows * row * 4),
+                (ntaps - rows * 7) * SPAN * 4,
+            ];
+            macro_rules! rows7 {
+                ($($column:expr),* $(,)?) => {
+                    tile!(
+                        [
+                            "mov {k}, qword ptr [{c}]",
+                            "3:",
+                            $($column,)*
+                            "add {x0}, qword ptr [{c} + 8]",
+                            "add {x1}, qword ptr [{c} + 8]",
+                            "add {x2}, qword ptr [{c} + 8]",
+                            "add {w}, 896",
+                            "dec {k}",
+                            "jnz 3b",
+                            "add {x0}, qword ptr [{c} + 16]",
+                            "add {x1}, qword ptr [{c} + 16]",
+                            "add {x2}, qword ptr [{c} + 16]",
+                            "add {w}, qword ptr [{c} + 24]",
+                        ],
+                        x0 = inout(reg) x.wrapping_add(b[0]) => _,
+                        x1 = inout(reg) x.wrapping_add(b[1]) => _,
+                        x2 = inout(reg) x.wrapping_add(b[2]) => _,
+                        w = inout(reg) r.w.add((r.channels.start * ntaps + tap0) * SPAN) => _,
+                        n = inout(reg) channels => _,
+                        k = out(reg) _,
+                        c = in(reg) c.as_ptr(),
+                    )
+                };
+            }
+            // Column `k` of a kernel row: 4k bytes past the row's start,
+            // its weights 128k bytes past the row's; the positions marked
+            // `n` leave it out (bit `3k + i` of the mask for position `i`).
+            macro_rules! row7 {
+                ($([$($p:ident)*])*) => {
+                    row7!(@ 0 1 2 3 4 5 6; $([$($p)*])*)
+                };
+                (@ $($k:literal)*; $([$($p:ident)*])*) => {
+                    rows7!($(asm_step!(
+                        concat!(" + 4*", stringify!($k)),
+                        concat!("128*", stringify!($k)),
+                        $($p)*
+                    )),*)
+                };
+            }
+            match mask {
+                0 => row7!([y y y] [y y y] [y y y] [y y y] [y y y] [y y y] [y y y]),
+                // A row's second column at position 0.
+                0x1 => row7!([n y y] [y y y] [y y y] [y y y] [y y y] [y y y] [y y y]),
+                // A row's first column at position 0, 1 or 2 (the last
+                // column before it), or its last at position 2.
+                0x4b => row7!([n n y] [n y y] [n y y] [y y y] [y y y] [y y y] [y y y]),
+                0x48096 => row7!([y n n] [y n y] [y n y] [y y y] [y y y] [n y y] [n y y]),
+                0x90124 => row7!([y y n] [y y n] [y y n] [y y y] [y y y] [y n y] [y n y]),
+                0x120000 => row7!([y y y] [y y y] [y y y] [y y y] [y y y] [y y n] [y y n]),
+                _ => unreachable!("no 7-wide row for the mask {mask:#x}"),
+            }
+            continue;
         }
         let TapForm::Block {
             first,

@@ -1373,7 +1373,7 @@ fn channel_lane_kernels_accumulate_in_their_contract_order() {
     let mut r = Rng::new(0x6A09E667F3BCC909);
     // X, W, pads, strides, dilations, group.
     type Case = (&'static [usize], &'static [usize], i64, i64, i64, i64);
-    let cases: [Case; 21] = [
+    let cases: [Case; 23] = [
         (&[2, 16, 9, 10], &[40, 16, 3, 3], 1, 1, 1, 1),
         // Tiles whose first and last columns read padding with columns of
         // taps: 3-wide kernels over a padding of one, every pattern of the
@@ -1407,6 +1407,10 @@ fn channel_lane_kernels_accumulate_in_their_contract_order() {
         (&[2, 8, 7, 64], &[16, 4, 3, 3], 1, 2, 1, 2),
         (&[1, 3, 30, 30], &[64, 3, 7, 7], 3, 2, 1, 1),
         (&[1, 3, 38, 64], &[24, 3, 7, 7], 3, 2, 1, 1),
+        // 7x7 at stride 1 over the copy (a padding of 3; the AVX2 tile's
+        // 7-wide rows) and unpadded.
+        (&[1, 4, 12, 13], &[32, 4, 7, 7], 3, 1, 1, 1),
+        (&[1, 4, 12, 13], &[32, 4, 7, 7], 0, 1, 1, 1),
     ];
     let paths = lane_paths_here();
     assert!(!paths.is_empty() || !Isa::Avx2.supported());
@@ -1445,6 +1449,17 @@ fn channel_lane_kernels_accumulate_in_their_contract_order() {
             let plan = direct_lanes::plan_for(&g, &direct::Layout::new(&g), Isa::Avx2, true);
             assert!(
                 plan.reads_input && plan.classes.iter().any(|c| c.len() == 25),
+                "case {i}"
+            );
+        }
+        if i >= 21 {
+            // The AVX2 tile runs their kernel rows as 7-wide rows.
+            let plan = direct_lanes::plan_for(&g, &direct::Layout::new(&g), Isa::Avx2, true);
+            assert!(
+                plan.classes.iter().all(|c| matches!(
+                    direct_lanes::TapForm::of(c, 49),
+                    direct_lanes::TapForm::Rows7 { .. }
+                )),
                 "case {i}"
             );
         }
@@ -1552,7 +1567,7 @@ fn unrolled_tap_forms_fit_the_shapes_they_are_for() {
             TapForm::Block {
                 tap0, rows, cols, ..
             } => Some((tap0, rows, cols)),
-            TapForm::Steps => None,
+            _ => None,
         })
         .collect();
     blocks.sort();
@@ -1584,7 +1599,8 @@ fn edge_masks_are_looked_up_only_where_an_edge_tile_exists() {
     assert!(!direct_lanes::edge_tiles_apply(3, 8));
 }
 
-/// The AVX2 plans in place for 3 x 3 kernels over a padding of one: every
+/// The AVX2 plans in place for 3 x 3 kernels over a padding of one and
+/// the 7x7 stride-2 layer's kernel over a padding of 3: every
 /// edge form of the AVX2 tile (`EDGE_MASKS_AVX2`) is met by some row
 /// width and stride, each plan reads X with its masks, and the kernel's
 /// sums equal the contract's order bit for bit (an f32 FMA reference that
@@ -1593,29 +1609,35 @@ fn edge_masks_are_looked_up_only_where_an_edge_tile_exists() {
 fn avx2_edge_forms_meet_the_contract_order() {
     let mut r = Rng::new(0x3C6EF372FE94F82B);
     let mut seen = std::collections::BTreeSet::new();
-    // X's height and width, the stride, output channels, groups.
-    let cases: [(usize, usize, i64, usize, i64); 8] = [
-        (4, 6, 1, 32, 1),
-        (5, 7, 1, 40, 1),
-        (3, 8, 1, 64, 2),
-        (6, 10, 1, 16, 1),
-        (7, 8, 2, 32, 1),
-        (6, 10, 2, 24, 1),
-        (9, 14, 2, 64, 2),
-        (2, 11, 1, 32, 1),
+    // X's height and width, the stride, output channels, groups, the
+    // kernel's size (3 over a padding of one, 7 over a padding of 3).
+    let cases: [(usize, usize, i64, usize, i64, usize); 11] = [
+        (4, 6, 1, 32, 1, 3),
+        (5, 7, 1, 40, 1, 3),
+        (3, 8, 1, 64, 2, 3),
+        (6, 10, 1, 16, 1, 3),
+        (7, 8, 2, 32, 1, 3),
+        (6, 10, 2, 24, 1, 3),
+        (9, 14, 2, 64, 2, 3),
+        (2, 11, 1, 32, 1, 3),
+        // The 7x7 stride-2 layer: rows of 10 and 8 outputs.
+        (20, 20, 2, 64, 1, 7),
+        (9, 16, 2, 24, 1, 7),
+        (12, 20, 2, 32, 2, 7),
     ];
-    for (i, (h, w, stride, m, group)) in cases.into_iter().enumerate() {
+    for (i, (h, w, stride, m, group, k)) in cases.into_iter().enumerate() {
+        let pad = (k / 2) as i64;
         let attrs = ConvAttrs {
-            pads: Some(vec![1; 4]),
+            pads: Some(vec![pad; 4]),
             strides: Some(vec![stride; 2]),
             group,
             ..Default::default()
         };
-        let cg = 3 + i % 4;
+        let cg = 1 + i % 4;
         let g = geometry(
             &attrs,
             &[1 + i % 2, cg * group as usize, h, w],
-            &[m, cg, 3, 3],
+            &[m, cg, k, k],
             None,
         )
         .unwrap();
@@ -1623,8 +1645,8 @@ fn avx2_edge_forms_meet_the_contract_order() {
         assert!(plan.reads_input && plan.has_tile_masks(), "case {i}: {g:?}");
         seen.extend(
             (0..plan.len())
-                .map(|t| plan.tile_mask(t))
-                .filter(|&m| m != 0),
+                .map(|t| (k, plan.tile_mask(t)))
+                .filter(|&(_, m)| m != 0),
         );
         if !Isa::Avx2.supported() {
             continue;
@@ -1643,7 +1665,7 @@ fn avx2_edge_forms_meet_the_contract_order() {
             want[first.unwrap_or(0)]
         );
     }
-    let forms: std::collections::BTreeSet<u64> = direct_lanes::EDGE_MASKS_AVX2.into();
+    let forms: std::collections::BTreeSet<(usize, u64)> = direct_lanes::EDGE_MASKS_AVX2.into();
     assert_eq!(seen, forms, "the edge forms the cases met");
 }
 

@@ -40,8 +40,8 @@
 //! positions cut into tiles in order, and a tile's positions at the first
 //! or last columns leave out the columns of taps that would read padding
 //! by the tile's mask (below), which the AVX-512 kernel runs with a tile
-//! of its own, and the AVX2 kernel (3 x 3 kernels only) with a form of
-//! its unrolled block. So the copy and its pass over the input are gone,
+//! of its own, and the AVX2 kernel (3 x 3 kernels and the 7x7 stride-2
+//! layer's) with a form of its unrolled block or kernel row. So the copy and its pass over the input are gone,
 //! at no cost in the write-out: on C64 56x56 3x3 0.980 of the time back
 //! to back and 0.983-0.985 in rounds after pauses on one thread,
 //! 0.957-0.969 on two; on the 7x7 stride-2 layer 0.99 back to back,
@@ -51,7 +51,9 @@
 //! C64 56x56 0.972-0.978 of the time on one thread and 0.953-0.960 on
 //! two, C16 56x56 0.986, C28 56x56 0.975, C8 112x112 0.987-1.05, 3x3
 //! stride 2 on 224x224 0.95-0.96; reading X costs no less than the copy
-//! on C96 28x28 (0.999).
+//! on C96 28x28 (0.999). The 7x7 stride-2 layer, whose tiles over the
+//! copy read a shift every step: 0.979-0.981 on one thread and
+//! 0.976-0.978 on two (medians of the rounds 0.84-0.96).
 //!
 //! Where the last axis's first or last columns read padding, the plan in
 //! order also names, for each full tile, which of its positions read only
