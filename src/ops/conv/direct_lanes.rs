@@ -16,16 +16,17 @@
 //! reductions amortise.
 //!
 //! Which positions a tile holds and what it reads come from a plan
-//! (`tile_plan.rs`): for long reductions with finite weights, tiles cut
-//! from boxes of positions that read the same taps inside the input, each
-//! running those taps only, straight from X (the border positions skip the
-//! padding's products); for shorter ones with finite weights, where the
-//! edge tiles cover the border columns' patterns (on AVX-512
+//! (`tile_plan.rs`): with finite weights, where the edge tiles cover the
+//! border columns' patterns (on AVX-512
 //! `tile512_cols`; on AVX2 a 3 x 3 kernel over a padding of one and the
 //! 7x7 stride-2 layer's, forms of its unrolled blocks and rows,
 //! [`EDGE_MASKS_AVX2`]), tiles of consecutive
 //! positions within runs of rows, straight from X, each position's reads
-//! of the padding left out by its tile's mask; otherwise tiles of consecutive positions over the
+//! of the padding left out by its tile's mask; else for long reductions
+//! with finite weights, tiles cut from boxes of positions that read the
+//! same taps inside the input, each running those taps only, straight
+//! from X (the border positions skip the padding's products); otherwise
+//! tiles of consecutive positions over the
 //! same zero-padded, stride-phase-split copy of the input as `direct.rs`
 //! (`direct::Layout`), each running every tap. With AVX2, runs of full
 //! tiles that run every tap, or whose taps are a block of a unit-stride

@@ -1557,10 +1557,18 @@ fn unrolled_tap_forms_fit_the_shapes_they_are_for() {
         let (_, forms) = form(&[1, 16, 20, 20], &[16, 16, w, w], 1, stride, dilation, true);
         assert!(forms.iter().all(|f| *f == TapForm::Steps), "{forms:?}");
     }
+    // C256 14x14 (a long reduction) reads X in place, as C64.
     let (reads_x, forms) = form(&[1, 256, 14, 14], &[256, 256, 3, 3], 1, 1, 1, true);
     assert!(reads_x);
-    // The interior and the four edges are blocks of taps; the four
-    // corners, one position each, take steps.
+    assert_eq!(
+        forms,
+        [block(14, 3, 14, 2), block(0, 0, 14, 3), block(0, 0, 14, 2)]
+    );
+    // With rows of 3 (no plan in place), the long reduction's classes: the
+    // interior and the four edges are blocks of taps; the four corners,
+    // one position each, take steps.
+    let (reads_x, forms) = form(&[1, 256, 14, 3], &[256, 256, 3, 3], 1, 1, 1, true);
+    assert!(reads_x);
     let mut blocks: Vec<(usize, usize, usize)> = forms
         .iter()
         .filter_map(|f| match *f {
@@ -1574,13 +1582,7 @@ fn unrolled_tap_forms_fit_the_shapes_they_are_for() {
     let want = [(0, 2, 3), (0, 3, 2), (0, 3, 3), (1, 3, 2), (3, 2, 3)];
     assert_eq!(blocks, want, "{forms:?}");
     assert_eq!(forms.len(), 9, "{forms:?}");
-    assert!(forms.contains(&TapForm::Block {
-        first: 0,
-        tap0: 0,
-        row: 14,
-        rows: 3,
-        cols: 3
-    }));
+    assert!(forms.contains(&block(0, 0, 3, 3)));
 }
 
 /// Edge masks are looked up only for kernels an edge tile exists for: the

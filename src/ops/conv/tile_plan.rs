@@ -13,7 +13,9 @@
 //! zero-padded copy of the input is made. Border positions skip the
 //! padding's products: on a 14x14 output of a 3x3 kernel with padding 1,
 //! 8% of the multiply-adds, 6% net of the short tiles' waste. Plans of
-//! classes are made for long reductions only ([`SKIP_FROM`]).
+//! classes are made for long reductions only ([`SKIP_FROM`]), and only
+//! where there is no plan in place (below), which leaves out the same
+//! products and was the faster ([`TilePlan::new`]).
 //!
 //! Leaving out a product `w * 0` changes no bit of the sum when `w` is
 //! finite, except that a sum of negative zeros stays a negative zero where
@@ -33,8 +35,8 @@
 //! in rounds after pauses on one thread, 0.980-0.986 on two; the 7x7
 //! stride-2 layer within the noise (0.97-1.01).
 //!
-//! A plan in place ([`TilePlan::in_place`]) reads X for shorter
-//! reductions too, without the column classes: its classes are runs of
+//! A plan in place ([`TilePlan::in_place`]) reads X for reductions of
+//! any length, without the column classes: its classes are runs of
 //! rows only (a 2-D output's first and last rows where the kernel reaches
 //! into the padding, and the rows between), each a range of consecutive
 //! positions cut into tiles in order, and a tile's positions at the first
@@ -213,15 +215,25 @@ pub(super) fn axis_runs(g: &Geometry, a: usize) -> Vec<(usize, usize, usize, usi
 }
 
 impl TilePlan {
-    /// The plan for `g`, `per_tile` positions to a tile: classes reading X
-    /// when every weight is `finite`, the reduction is long
-    /// ([`long_reduction`]) and the classes cost no more multiply-adds than
-    /// tiles of every tap, else tiles in order over `layout`'s copy.
+    /// The plan for `g`, `per_tile` positions to a tile, when every weight
+    /// is `finite`: with `edge_tiles` (the kernel's answer to whether it
+    /// has a tile that leaves out a mask's products,
+    /// [`TilePlan::edge_mask_at`]), tiles in order reading X
+    /// ([`TilePlan::in_place`]) where the kernel has a tile for every mask;
+    /// else, for a long reduction ([`long_reduction`]), classes reading X
+    /// where they cost no more multiply-adds than tiles of every tap. Else,
+    /// and with any weight not finite, tiles in order over `layout`'s copy.
     ///
-    /// With `edge_tiles` (the kernel's answer to whether it has a tile that
-    /// leaves out a mask's products, [`TilePlan::edge_mask_at`]) and finite
-    /// weights, a shorter reduction takes tiles in order reading X
-    /// ([`TilePlan::in_place`]) where the kernel has a tile for every mask.
+    /// Both plans reading X leave out every product with padding; on long
+    /// reductions the plan in place was the faster (fastest of 100-150
+    /// calls in rounds after pauses, classes' time over the plan in
+    /// place's, Zen 4 EPYC, 2026-12-07): with AVX2 (AVX-512 hidden) C256
+    /// 14x14 3x3 1.037-1.039 on one thread and 1.046-1.047 on two, C128
+    /// 28x28 1.043, C256 28x28 1.047, C128 56x56 1.027, C512 7x7 1.077;
+    /// with AVX-512 C256 14x14 1.025-1.030, C128 28x28 1.027, C256 28x28
+    /// 1.024, C128 56x56 1.012, C512 7x7 1.002. The classes' corners are
+    /// tiles of one position, and their columns' tiles hold one position
+    /// per row, whose write-out stores a lane at a time.
     pub(super) fn new(
         g: &Geometry,
         layout: &Layout,
@@ -229,13 +241,13 @@ impl TilePlan {
         finite: bool,
         edge_tiles: Option<&dyn Fn(u64) -> bool>,
     ) -> Self {
-        if finite && long_reduction(g) {
-            if let Some(plan) = Self::exact(g, per_tile) {
+        if let (true, Some(has_tile)) = (finite, edge_tiles) {
+            if let Some(plan) = Self::in_place(g, per_tile, has_tile) {
                 return plan;
             }
         }
-        if let (true, Some(has_tile)) = (finite, edge_tiles) {
-            if let Some(plan) = Self::in_place(g, per_tile, has_tile) {
+        if finite && long_reduction(g) {
+            if let Some(plan) = Self::exact(g, per_tile) {
                 return plan;
             }
         }
