@@ -616,7 +616,8 @@ pub(super) fn plan_for(g: &Geometry, layout: &Layout, isa: Isa, finite: bool) ->
     // An AVX2 plan in place runs its masked tiles as blocks of whole
     // kernel rows (2 or 3 x 3, or 7-wide rows): with any other class (an
     // output of one row, whose class has one kernel row of a 3 x 3
-    // kernel), the copy.
+    // kernel), the plan there would be without edge tiles (the classes
+    // of a long reduction, or the copy).
     let blocks = |plan: &TilePlan| {
         plan.classes.iter().all(|c| {
             c.is_empty()
@@ -627,7 +628,7 @@ pub(super) fn plan_for(g: &Geometry, layout: &Layout, isa: Isa, finite: bool) ->
         })
     };
     if isa != Isa::Avx512 && plan.has_tile_masks() && !blocks(&plan) {
-        return TilePlan::in_order(g, layout, positions(isa), finite);
+        return TilePlan::new(g, layout, positions(isa), finite, None);
     }
     plan
 }

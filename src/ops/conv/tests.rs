@@ -1771,3 +1771,38 @@ fn row_tiles_and_plans_in_place_meet_the_rounding_bound() {
         "{rows} on row tiles, {in_place} in place"
     );
 }
+
+/// An AVX2 plan in place whose classes are not all unrolled blocks (an
+/// output of one row: one kernel row of a 3 x 3 kernel) gives way to the
+/// plan there would be without edge tiles: the classes for a long
+/// reduction, the copy for a short one; both meet the contract's order.
+#[test]
+fn avx2_plans_without_blocks_fall_back_as_without_edge_tiles() {
+    let mut r = Rng::new(0x510E527FADE682D1);
+    for (c, long) in [(128, true), (8, false)] {
+        let attrs = ConvAttrs {
+            pads: Some(vec![1; 4]),
+            ..Default::default()
+        };
+        let g = geometry(&attrs, &[1, c, 1, 10], &[32, c, 3, 3], None).unwrap();
+        let plan = direct_lanes::plan_for(&g, &direct::Layout::new(&g), Isa::Avx2, true);
+        assert_eq!(plan.reads_input, long, "C{c}");
+        assert!(!plan.has_tile_masks(), "C{c}");
+        if !Isa::Avx2.supported() {
+            continue;
+        }
+        let narrow = |v: Vec<f64>| v.into_iter().map(|a| a as f32).collect::<Vec<_>>();
+        let [xs, ws, bs] = random_inputs(&g, &mut r).map(narrow);
+        let want = reference_with(&g, &xs, &ws, Some(&bs), |acc, x, w| x.mul_add(w, acc));
+        let path = KernelPath::LanesAvx2;
+        let got = conv_on(&g, &xs, &ws, Some(&bs), TILE_BYTES, path, Packs::default());
+        let same = got
+            .iter()
+            .zip(&want)
+            .all(|(a, b)| a.to_bits() == b.to_bits());
+        assert!(
+            same,
+            "C{c}: the AVX2 path differs from the contract's order"
+        );
+    }
+}
